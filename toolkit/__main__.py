@@ -1,0 +1,152 @@
+"""``python -m toolkit <command>`` — run notebooks, evaluate a retriever, list data, compare with the papers.
+
+  run NOTEBOOK|all --profile smoke|standard|paper [-p name=value ...]
+  evaluate --dataset toole-single --retriever bm25 --metrics ndcg@1,ndcg@5,recall@5 [--json]
+  datasets                 every dataset with its query and document counts
+  compare                  paper value, ours and the difference for every reproduced cell
+  fetch [--only NAME ...]  download the raw data files (sha256-checked) into the data directory
+  verify                   check every raw data file against data/SOURCES.json
+  llm generate ...         fill the LLM response caches (see toolkit.llm.cli)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def _cmd_run(args) -> int:
+    from .runner import parse_param, run
+    params = dict(parse_param(p) for p in args.param)
+    failed = run(args.notebooks, args.profile, params)
+    return 1 if failed else 0
+
+
+def _cmd_evaluate(args) -> int:
+    from .data import load_dataset
+    from .metrics import evaluate
+    from .retrieval import build_retriever, retrieve
+    ds = load_dataset(args.dataset, **({"corpus": args.corpus} if args.corpus else {}))
+    if args.limit:
+        ds = ds.sample(args.limit, seed=args.seed)
+    params = {}
+    for p in args.retriever_param:
+        from .runner import parse_param
+        k, v = parse_param(p)
+        params[k] = v
+    t = time.time()
+    retriever = build_retriever(args.retriever, **params)
+    run = retrieve(ds, retriever, k=args.k)
+    scores = evaluate(run, ds.qrels, args.metrics)
+    seconds = time.time() - t
+    if args.json:
+        print(json.dumps(scores))
+    else:
+        print(f"{ds.name}: {len(ds.queries)} queries, {len(ds.corpus)} documents, retriever {args.retriever} "
+              f"({seconds:.1f}s)")
+        for name, value in scores.items():
+            print(f"  {name:<12} {value:.4f}")
+    return 0
+
+
+def _cmd_datasets(args) -> int:
+    from .data import list_datasets, load_dataset
+    rows = []
+    for name, desc in list_datasets().items():
+        s = load_dataset(name).stats()
+        rows.append((name, s["queries"], s["documents"], round(s["relevant_per_query"], 2), desc))
+    if args.json:
+        print(json.dumps([dict(zip(("dataset", "queries", "documents", "relevant_per_query", "description"), r))
+                          for r in rows], indent=1))
+        return 0
+    print(f"{'dataset':<36}{'queries':>9}{'documents':>11}{'rel/q':>7}  description")
+    for name, nq, nd, rel, desc in rows:
+        print(f"{name:<36}{nq:>9}{nd:>11}{rel:>7}  {desc}")
+    return 0
+
+
+def _cmd_fetch(args) -> int:
+    from .data import fetch
+    for p in fetch(args.only or None, force=args.force):
+        print(f"ok  {p}")
+    return 0
+
+
+def _cmd_verify(args) -> int:
+    from .data import verify_all
+    status = verify_all()
+    for name, s in status.items():
+        if s != "ok" or args.verbose:
+            print(f"{s:<8} {name}")
+    bad = sum(s != "ok" for s in status.values())
+    print(f"{len(status) - bad}/{len(status)} files ok")
+    return 1 if bad else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m toolkit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="execute notebooks with papermill")
+    p.add_argument("notebooks", nargs="+", help="notebook names (e.g. 01_baselines or 01) or 'all'")
+    p.add_argument("--profile", default="smoke", choices=["smoke", "standard", "paper"])
+    p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="notebook parameter (checked against its parameters cell)")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("evaluate", help="evaluate a retriever on a dataset")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--retriever", required=True, help="bm25, bm25-rank, minilm, mpnet, dense:<model>")
+    p.add_argument("--metrics", default="ndcg@1,ndcg@5,recall@5")
+    p.add_argument("--k", type=int, default=100, help="retrieval depth")
+    p.add_argument("--corpus", choices=["library", "pool"], help="ToolBench datasets: corpus to search")
+    p.add_argument("--limit", type=int, help="evaluate on a seeded sample of this many queries")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-r", "--retriever-param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--json", action="store_true", help="print a JSON object of metric means")
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("datasets", help="list datasets with query and document counts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_datasets)
+
+    p = sub.add_parser("fetch", help="download raw data files into the data directory")
+    p.add_argument("--only", nargs="*", help="manifest names (keys of data/SOURCES.json)")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=_cmd_fetch)
+
+    p = sub.add_parser("verify", help="check raw data files against their sha256")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=_cmd_verify)
+
+    try:
+        from . import compare
+        p = sub.add_parser("compare", help="paper vs ours for every reproduced cell")
+        compare.add_arguments(p)
+        p.set_defaults(func=compare.run)
+    except ImportError:
+        pass
+    try:
+        from .llm import cli as llm_cli
+        p = sub.add_parser("llm", help="LLM generation into the response caches")
+        llm_cli.add_arguments(p)
+        p.set_defaults(func=llm_cli.run)
+    except ImportError:
+        pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (KeyError, ValueError, TypeError, FileNotFoundError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Execute notebooks with papermill: ``python -m toolkit run NOTEBOOK|all --profile smoke``.
+
+Parameters are checked against the notebook's ``parameters`` cell before anything runs: an unknown
+name, or a value whose type differs from the default's, is an error naming the parameter. The
+executed copy goes to ``results/<notebook>/<profile>.ipynb``; the notebook itself writes
+``results/<notebook>/<profile>.json`` and ``figures/<notebook>/``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from .paths import NOTEBOOKS, REPO, RESULTS
+from .results import check_profile
+
+
+def list_notebooks() -> list[str]:
+    return sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
+
+
+def notebook_path(name: str) -> Path:
+    path = NOTEBOOKS / f"{name.removesuffix('.ipynb')}.ipynb"
+    if not path.is_file():
+        # allow a prefix such as "01"
+        hits = [n for n in list_notebooks() if n.startswith(name)]
+        if len(hits) == 1:
+            return NOTEBOOKS / f"{hits[0]}.ipynb"
+        raise FileNotFoundError(f"no notebook {name!r} in {NOTEBOOKS}; notebooks: {', '.join(list_notebooks())}")
+    return path
+
+
+def notebook_parameters(path: Path) -> dict[str, object]:
+    """Defaults of the notebook's ``parameters`` cell (evaluated as Python literals)."""
+    import ast
+
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ValueError(f"{path} must have exactly one cell tagged 'parameters' (has {len(cells)})")
+    defaults = {}
+    for node in ast.parse(cells[0].source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            defaults[node.targets[0].id] = ast.literal_eval(node.value)
+    return defaults
+
+
+def check_parameters(path: Path, params: dict) -> None:
+    defaults = notebook_parameters(path)
+    for name, value in params.items():
+        if name not in defaults:
+            raise ValueError(f"{path.name} has no parameter {name!r}; its parameters: {', '.join(defaults)}")
+        default = defaults[name]
+        if default is None or value is None:
+            continue
+        ok = (isinstance(value, type(default)) and not (isinstance(value, bool) != isinstance(default, bool))) \
+            or (isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool))
+        if not ok:
+            raise TypeError(f"{path.name}: parameter {name!r} must be {type(default).__name__} "
+                            f"(default {default!r}), got {type(value).__name__} {value!r}")
+
+
+def parse_param(text: str) -> tuple[str, object]:
+    """``name=value`` from the command line; value parsed as a Python literal when it is one."""
+    import ast
+    if "=" not in text:
+        raise ValueError(f"parameter {text!r} must look like name=value")
+    name, raw = text.split("=", 1)
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return name.strip(), value
+
+
+def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
+                 output: Path | None = None, log_output: bool = False) -> Path:
+    import papermill as pm
+    check_profile(profile)
+    path = notebook_path(name)
+    params = dict(params or {})
+    check_parameters(path, params)
+    out = output or RESULTS / path.stem / f"{profile}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # the kernel must import this clone's toolkit
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    pm.execute_notebook(str(path), str(out), parameters={"profile": profile, **params}, kernel_name="python3",
+                        cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output, request_save_on_cell_execute=False)
+    return out
+
+
+def run(names: list[str], profile: str, params: dict | None = None, stream=sys.stdout) -> int:
+    """Run notebooks in order, one progress line each; returns the number that failed."""
+    if names == ["all"]:
+        names = list_notebooks()
+    failed = 0
+    for i, name in enumerate(names, 1):
+        t = time.time()
+        print(f"[{i}/{len(names)}] {name} ({profile}) ...", end=" ", flush=True, file=stream)
+        try:
+            out = run_notebook(name, profile, params)
+            print(f"ok in {time.time() - t:.1f}s -> {out.relative_to(REPO)}", file=stream, flush=True)
+        except Exception as e:  # report and go on with the next notebook
+            failed += 1
+            msg = str(e).strip().splitlines()
+            print(f"FAILED after {time.time() - t:.1f}s: {type(e).__name__}: {msg[-1] if msg else ''}",
+                  file=stream, flush=True)
+            if isinstance(e, (ValueError, TypeError, FileNotFoundError)) and "parameter" in str(e):
+                raise
+    return failed

@@ -42,6 +42,7 @@ EXPECTED = {  # queries, documents, qrels — from shared/data/README.md
     "toolbench-g2-instruction": (106, 16427, 259),   # 261 gold rows, one query lists an API thrice
     "toolbench-g2-category": (124, 16427, 299),      # 301 gold rows, two duplicated
     "toolbench-g3-instruction": (61, 16427, 180),
+    "toolbench-all": (765, 16427, 1795),
     "toolbench-official-g2-category": (100, 16427, 252),
     "toolbench-official-g3-instruction": (100, 16427, 286),
     "toollens-train": (16893, 464, 44865),           # 45,035 rows, 170 duplicated

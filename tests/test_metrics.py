@@ -23,6 +23,9 @@ def random_data(seed, n_q=50, n_docs=40, graded=False, tie_free=False):
         for j in rng.choice(n_docs, 3, replace=False):
             qrels[qid].setdefault(docs[j], int(rng.integers(-1, 1)))
         if q % 10 == 9 and not tie_free:
+            continue                                   # qrels query missing from the run
+        if q % 10 == 8 and not tie_free:
+            run[qid] = {}                              # empty run
             continue
         ret = rng.choice(n_docs, rng.integers(0 if not tie_free else 1, 31), replace=False)
         scores = rng.permutation(len(ret)) / 7.0 if tie_free else rng.integers(0, 5, len(ret))
@@ -171,7 +174,8 @@ def test_mmrr_map_hand_computed():
     assert k2["mmrr@2"]["C"] == pytest.approx(1.0)             # (1+2+3+3)/(1+2+3+3)
     assert k2["map@2"]["C"] == pytest.approx(0.5)              # (1 + 1) / 4
     assert k2["mmrr@2"]["A"] == pytest.approx(2 / ((1 + 3 + 3) / 3))  # b and c clipped to 3
-    assert evaluate(run, qrels, "mmrr@5")["mmrr@5"] == pytest.approx((0.6 + 1 + 1 + 1 / 6 + .5) / 5)
+    assert k5["mmrr@5"]["C"] == pytest.approx((10 / 4) / (15 / 4))  # c, d clipped to 6
+    assert evaluate(run, qrels, "mmrr@5")["mmrr@5"] == pytest.approx((0.6 + 1 + 2 / 3 + 1 / 6 + .5) / 5)
 
 
 def test_mmrr_is_mrr_with_a_single_relevant_document():
@@ -181,8 +185,10 @@ def test_mmrr_is_mrr_with_a_single_relevant_document():
     for q in single:
         if res["mrr@10"][q] > 0:
             assert res["mmrr@10"][q] == pytest.approx(res["mrr@10"][q])
+        elif run.get(q):
+            assert res["mmrr@10"][q] == pytest.approx(1 / 11)  # missing, clipped to rank k+1
         else:
-            assert res["mmrr@10"][q] == pytest.approx(1 / 11)
+            assert res["mmrr@10"][q] == 0.0                    # query not answered at all
 
 
 def test_ndcg_gains():

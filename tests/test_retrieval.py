@@ -41,7 +41,7 @@ def minilm():
 
 def counting(monkeypatch, model, fail_on_call: int | None = None):
     """Wrap ``model.encode``; returns the list of batch sizes it was called with."""
-    calls, real = [], model.encode
+    calls, real = [], type(model).encode.__get__(model)  # the class's method, not an earlier wrapper
 
     def wrapped(texts, *args, **kwargs):
         if fail_on_call is not None and len(calls) + 1 == fail_on_call:
@@ -189,6 +189,11 @@ def test_topk_breaks_ties_by_corpus_position():
     assert topk_indices(s, 2)[0].tolist() == [1, 2]
     assert topk_indices(s, 4)[0].tolist() == [1, 2, 4, 3]
     assert topk_indices(s, 99)[0].tolist() == [1, 2, 4, 3, 0, 5]
+    rng = np.random.default_rng(0)  # against a full stable sort, with many ties
+    for _ in range(50):
+        s, k = rng.integers(0, 4, (5, int(rng.integers(1, 30)))).astype(float), int(rng.integers(1, 35))
+        for row, got in zip(s, topk_indices(s, k)):
+            assert got.tolist() == np.lexsort((np.arange(len(row)), -row))[:k].tolist()
 
 
 def test_dense_exact_and_faiss_agree(tmp_path, monkeypatch):

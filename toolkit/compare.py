@@ -74,7 +74,7 @@ class PaperNumberNotFound(KeyError):
 # ---------------------------------------------------------------------------------------------
 # YAML loading and validation
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """SafeLoader that refuses duplicate mapping keys (plain PyYAML keeps the last one silently)."""
 
 
@@ -87,7 +87,7 @@ def _construct_mapping(loader, node, deep=False):
                 f"duplicate key {key!r} at line {key_node.start_mark.line + 1} "
                 f"(first at line {seen[key] + 1})")
         seen[key] = key_node.start_mark.line
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -197,7 +197,7 @@ def load_paper_file(path: str | Path) -> list[dict]:
     return rows
 
 
-_CACHE: dict[tuple, list[dict]] = {}
+_CACHE: dict[tuple, object] = {}
 
 
 def _cached_rows(path: Path) -> list[dict]:
@@ -362,12 +362,14 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     columns paper, table, dataset, method, metric, paper_value, ours, diff (= ours - paper, on our
     scale), status, printed, scale, notebook, n_queries, note, also_in (other notebooks that
     produced the same cell; the first notebook by name wins). ``status`` is ``OK`` (|diff| <=
-    tolerance), ``DIFF``, ``missing`` (no notebook produced the cell) or ``unmatched`` (a result
-    cell whose key is not in the paper numbers: usually a naming slip).
+    tolerance), ``DIFF``, ``missing`` (no notebook produced the cell), ``lost`` (a result cell of
+    a table whose values the paper does not print, e.g. a figure: listed under ``lost:`` in the
+    YAML) or ``unmatched`` (a result cell whose key is not in the paper numbers: usually a naming
+    slip).
     """
     P = load_paper_numbers(paper, paper_dir)
     R = load_results(profile, notebooks, results_dir)
-    R = R[R["paper"].notna() & R["table"].notna()]
+    R = R[R["paper"].notna()]  # cells without a paper key are our own extra numbers
     if paper is not None:
         R = R[R["paper"] == paper]
         P = P[P["paper"] == paper]
@@ -389,12 +391,14 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     out["paper_value"] = merged["value_paper"]
     out["ours"] = merged["value_ours"]
     out["diff"] = (out["ours"] - out["paper_value"]).round(12)
+    # tables the YAML lists but whose values the paper does not print (figure-only / lost)
+    valueless = set(_captions(paper_dir)) - set(zip(P["paper"], P["table"]))
     status = []
-    for side, d, ours in zip(merged["_merge"], out["diff"], out["ours"]):
+    for side, d, ours, pt in zip(merged["_merge"], out["diff"], out["ours"], zip(out["paper"], out["table"])):
         if side == "left_only" or (side == "both" and pd.isna(ours)):
             status.append("missing")
         elif side == "right_only":
-            status.append("unmatched")
+            status.append("lost" if pt in valueless else "unmatched")
         else:
             status.append("OK" if abs(d) <= tolerance + 1e-12 else "DIFF")
     out["status"] = status
@@ -410,11 +414,12 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
 
 
 def summarize(df: pd.DataFrame) -> dict:
-    """Counts: reproduced (OK + DIFF), ok, diff, missing, unmatched."""
+    """Counts: reproduced (OK + DIFF), ok, diff, missing, unmatched, lost."""
     counts = df["status"].value_counts()
     ok, diff = int(counts.get("OK", 0)), int(counts.get("DIFF", 0))
     return {"reproduced": ok + diff, "ok": ok, "diff": diff,
-            "missing": int(counts.get("missing", 0)), "unmatched": int(counts.get("unmatched", 0))}
+            "missing": int(counts.get("missing", 0)), "unmatched": int(counts.get("unmatched", 0)),
+            "lost": int(counts.get("lost", 0))}
 
 
 def _fmt_paper(v, scale) -> str:
@@ -454,9 +459,13 @@ def _fmt_status(status, d, scale) -> str:
 def _captions(directory: Path | None = None) -> dict:
     caps = {}
     for p in _paper_files(Path(directory) if directory else paper_numbers_dir()):
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-        for k, t in (doc.get("tables") or {}).items():
-            caps[(doc.get("paper"), str(k))] = (t.get("caption", ""), t.get("source", ""))
+        st = p.stat()
+        key = ("captions", str(p.resolve()), st.st_mtime_ns, st.st_size)
+        if key not in _CACHE:
+            doc = yaml.load(p.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+            _CACHE[key] = {(doc.get("paper"), str(k)): (t.get("caption", ""), t.get("source", ""))
+                           for k, t in (doc.get("tables") or {}).items()}
+        caps.update(_CACHE[key])
     return caps
 
 
@@ -492,6 +501,12 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
         if len(rows) < len(unmatched):
             lines.append(f"   ... {len(unmatched) - len(rows)} more (--all)")
         lines.append("")
+    lost = df[df["status"] == "lost"]
+    if len(lost) and show_all:
+        lines.append(f"-- {len(lost)} result cell(s) of tables whose values the paper does not print (figures, lost):")
+        for r in lost.itertuples(index=False):
+            lines.append(f"   {r.notebook}: {r.paper}/{r.table}/{r.dataset}/{r.method}/{r.metric} = {r.ours:g}")
+        lines.append("")
     dups = df[df["also_in"].notna() & df["status"].isin(["OK", "DIFF", "unmatched"])]
     if len(dups):
         lines.append(f"!! {len(dups)} cell(s) produced by more than one notebook (first by name shown):")
@@ -501,7 +516,9 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
     s = summarize(df)
     lines.append(f"{s['reproduced']} cells reproduced, {s['ok']} within tolerance, "
                  f"{s['missing']} not reproduced yet"
-                 + (f", {s['unmatched']} result cells unmatched" if s["unmatched"] else ""))
+                 + (f", {s['unmatched']} result cells unmatched" if s["unmatched"] else "")
+                 + (f", {s['lost']} with no printed paper value (--all lists them)" if s["lost"] and not show_all
+                    else f", {s['lost']} with no printed paper value" if s["lost"] else ""))
     return "\n".join(lines)
 
 
@@ -538,7 +555,7 @@ def run(args: argparse.Namespace) -> int:
                  notebooks=args.notebooks, results_dir=args.results_dir)
     root = _results_dir(args.results_dir)
     if args.json:
-        rows = df if args.show_all else df[df["status"] != "missing"]
+        rows = df if args.show_all else df[~df["status"].isin(["missing", "lost"])]
         payload = {"profile": args.profile, "tolerance": args.tolerance, "summary": summarize(df),
                    "cells": [{k: _jsonable(v) for k, v in r.items()} for r in rows.to_dict(orient="records")]}
         print(json.dumps(payload, indent=1))

@@ -28,11 +28,12 @@ def corpus_fingerprint(ds: RetrievalDataset) -> str:
 
 
 def evaluate_grid(datasets: Mapping[str, RetrievalDataset], retrievers: Mapping[str, Callable[[], object]],
-                  metrics: list[str], k: int = 100, log: Callable[[str], None] | None = print
+                  metrics: list[str], k: int = 100, ties: str = "trec", log: Callable[[str], None] | None = print
                   ) -> tuple[pd.DataFrame, dict[tuple[str, str], Run], pd.DataFrame]:
     """Evaluate every retriever on every dataset.
 
-    ``retrievers`` maps a method name to a zero-argument factory (a fresh retriever per corpus).
+    ``retrievers`` maps a method name to a zero-argument factory (a fresh retriever per corpus);
+    ``ties`` is passed to :func:`toolkit.metrics.evaluate`.
     Returns (per-query metrics with columns dataset, method, qid, metric, value; the runs keyed by
     (dataset, method); timings with columns dataset, method, index_s, search_s, queries).
     """
@@ -51,7 +52,7 @@ def evaluate_grid(datasets: Mapping[str, RetrievalDataset], retrievers: Mapping[
             run = indexed[key].search(ds.query_texts(), k=k)
             t2 = time.perf_counter()
             runs[(name, method)] = run
-            per_q = evaluate(run, ds.qrels, metrics, per_query=True)
+            per_q = evaluate(run, ds.qrels, metrics, per_query=True, ties=ties)
             for metric, values in per_q.items():
                 rows += [(name, method, qid, metric, v) for qid, v in values.items()]
             timings.append({"dataset": name, "method": method, "index_s": t1 - t0, "search_s": t2 - t1,

@@ -12,8 +12,9 @@ result keys are lower-case.
 Conventions
 -----------
 * **Queries.** Means are over the queries of ``qrels``. A qrels query missing from the run (or
-  with an empty run) scores 0 on every metric, as does a query without any relevant document;
-  run queries absent from ``qrels`` are ignored (trec_eval ``-c`` semantics).
+  with an empty run) scores 0 on every metric (MMRR included, although a ranked list without any
+  relevant document gets a positive MMRR, see :func:`_mmrr`), as does a query without any
+  relevant document; run queries absent from ``qrels`` are ignored (trec_eval ``-c`` semantics).
 * **Relevance.** A document is relevant iff its relevance is > 0. Recall, Precision, MRR, MAP and
   MMRR use binary relevance; NDCG uses the relevance value as gain (``ndcg_gains="linear"``, as
   trec_eval's ``ndcg_cut`` and ``sklearn.metrics.ndcg_score``; ``"exponential"`` gives
@@ -28,14 +29,17 @@ Conventions
   (McSherry & Najork, ECIR 2008): each position's gain is replaced by the mean gain of its tie
   group, i.e. the expected value over all orders of the ties, with exact float64 comparison. It is
   offered for NDCG, Recall and Precision (linear in the per-position gains); MRR, MAP and MMRR
-  reject it. Documents a run does not score are never ranked (gain 0), like trec_eval; ToolBench's
-  evaluator scores the whole corpus, which is the same whenever a run holds >= k documents.
+  reject it. Documents a run does not score are never ranked (gain 0), like trec_eval: this
+  equals sklearn over the whole corpus with unscored documents placed below every scored one,
+  hence ToolBench's evaluator whenever the run scores the whole corpus, as it does.
 
 Which paper uses which definition
 ---------------------------------
 * ``querygen.md`` §2.2 (Kachuee et al. 2025): Recall@K, Eq. (1) -> ``recall@k``; MMRR, Eq. (2)
   -> ``mmrr@k``; MAP, Eq. (3) -> ``map@k``. The equations were lost in the text conversion;
-  the choices made are in :func:`_mmrr` and :func:`_map`.
+  the choices made are in :func:`_mmrr` and :func:`_map`. Table 1 reports MMRR and MAP without a
+  cut-off: use k = the length of the retrieved list (§2.1: "a ranked list of APIs, where the size
+  of the list is denoted by [lost symbol]").
 * ``iterative_feedback.md`` §5.1: NDCG@m "following Qin et al. (2023b)", whose ToolBench
   evaluator (``toolbench/retrieval/api_evaluator.py``) calls ``sklearn.metrics.ndcg_score`` over
   the whole corpus -> ``ndcg@k`` with ``ties="sklearn"``.
@@ -43,8 +47,9 @@ Which paper uses which definition
   ``ties="sklearn"``; recall@k via TF-Ranking's ``RecallMetric`` (footnote 2): relevant in top k
   over relevant in the scored list, i.e. over |rel| when the whole toolset is scored ->
   ``recall@k`` (TF-Ranking shuffles ties by default; ``ties="sklearn"`` is its expectation).
-  Table 6 confirms the |rel| denominator: on ToolE multi-tool (2 relevant tools per query,
-  Table 5) recall@1 is exactly nDCG@1 / 2.
+  Appendix E, Table 6 confirms the |rel| denominator: on ToolE multi-tool (2 relevant tools per
+  query, Appendix D Table 5) recall@1 = nDCG@1 / 2 in 9 of its 10 rows (min(k, |rel|) would make
+  the two equal).
 * ``toolrerank.md`` §4.2: NDCG@5 (Järvelin & Kekäläinen 2002) and Recall@5, no further
   definition -> ``ndcg@5`` and ``recall@5`` with the defaults.
 None of the four divides recall by min(k, |rel|) (BEIR's capped recall), so no such option.
@@ -138,8 +143,10 @@ def _mmrr(G, B, R, IG, k):
     top k counts at rank k+1 (just past the list, so retrieving it at rank k still earns credit);
     (2) the numerator is clipped the same way, so a perfect ranking scores exactly 1 even when
     M > k+1 (for M <= k+1, the usual case, the numerator is the paper's (M+1)/2 unchanged).
-    With one relevant document ranked within the top k, MMRR@k = MRR@k. Never 0 when M > 0
-    (nothing retrieved gives (M+1)/2 / (k+1) for M <= k+1); 0 when M = 0.
+    With one relevant document ranked within the top k, MMRR@k = MRR@k. Unlike MAP (which the
+    paper says "reaches zero when no relevant item is retrieved") it is never 0 for a non-empty
+    ranking when M > 0: no relevant document in the top k gives (M+1)/2 / (k+1) for M <= k+1.
+    It is 0 when M = 0, and (module convention) for a query the run does not answer at all.
     """
     hit = B[:, :k] > 0
     found = hit.sum(1)
@@ -297,7 +304,9 @@ def evaluate(run: Run, qrels: Qrels, metrics: str | Iterable[str], per_query: bo
         IG[i, :len(ideal)] = ideal
         G[i], B[i] = _ranked_rows(run.get(qid) or {}, qrels[qid], gain, K, ties)
 
-    values = {name: _METRICS[kind](G, B, R, IG, k) for name, kind, k in specs}
+    answered = np.array([bool(run.get(q)) for q in qids])
+    values = {name: np.where(answered, _METRICS[kind](G, B, R, IG, k), 0.0)
+              for name, kind, k in specs}
     if per_query:
         return {name: dict(zip(qids, map(float, v))) for name, v in values.items()}
     return {name: float(v.mean()) for name, v in values.items()}

@@ -17,6 +17,7 @@ def side_by_side(rec: Recorder, paper: str, table: str, wide: bool = True) -> pd
         raise KeyError(f"no recorded cells for {paper} table {table}")
     pn = load_paper_numbers(paper)
     pn = pn[pn["table"] == str(table)][["dataset", "method", "metric", "value"]].rename(columns={"value": "paper"})
+    ours = ours.drop(columns=["paper", "table"])
     df = ours.rename(columns={"value": "ours"}).merge(pn, on=["dataset", "method", "metric"], how="left")
     df["diff"] = df["ours"] - df["paper"]
     df = df[["dataset", "method", "metric", "paper", "ours", "diff", "n_queries", "note"]]

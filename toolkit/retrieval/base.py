@@ -19,11 +19,15 @@ def topk_indices(scores: np.ndarray, k: int) -> list[np.ndarray]:
     if k <= 0:
         return [np.empty(0, np.int64) for _ in range(len(scores))]
     part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    kth = np.take_along_axis(scores, part, axis=1).min(axis=1)
-    out = []
-    for row, cut in zip(scores, kth):
-        cand = np.flatnonzero(row >= cut)
-        out.append(cand[np.lexsort((cand, -row[cand]))[:k]])
+    vals = np.take_along_axis(scores, part, axis=1)
+    kth = vals.min(axis=1)
+    order = np.lexsort((part, -vals), axis=1)
+    fast = np.take_along_axis(part, order, axis=1)
+    tied_at_cut = (scores >= kth[:, None]).sum(axis=1) > k  # ties straddle the cut: pick lowest positions
+    out = list(fast)
+    for r in np.flatnonzero(tied_at_cut):
+        cand = np.flatnonzero(scores[r] >= kth[r])
+        out[r] = cand[np.lexsort((cand, -scores[r, cand]))[:k]]
     return out
 
 

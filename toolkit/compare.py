@@ -305,7 +305,7 @@ def paper_value(paper: str, table: str | int, dataset: str, method: str, metric:
 # Results
 
 def _results_dir(results_dir: str | Path | None) -> Path:
-    return Path(results_dir) if results_dir is not None else Path(paths.RESULTS)
+    return Path(results_dir) if results_dir is not None else paths.results_dir()
 
 
 def load_results(profile: str = "standard", notebooks: Iterable[str] | str | None = None,

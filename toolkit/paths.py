@@ -15,6 +15,16 @@ FIGURES = REPO / "figures"
 NOTEBOOKS = REPO / "notebooks"
 
 
+def results_dir() -> Path:
+    """Where notebooks write ``<notebook>/<profile>.json``: ``$TOOLKIT_RESULTS`` or ``<repo>/results``."""
+    return Path(os.environ.get("TOOLKIT_RESULTS", RESULTS)).expanduser()
+
+
+def figures_dir() -> Path:
+    """Where notebooks write figures: ``$TOOLKIT_FIGURES`` or ``<repo>/figures``."""
+    return Path(os.environ.get("TOOLKIT_FIGURES", FIGURES)).expanduser()
+
+
 def data_dir() -> Path:
     """Directory holding the raw public data files (never committed)."""
     env = os.environ.get("TOOLKIT_DATA")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from .paths import FIGURES, REPO, RESULTS
+from .paths import REPO, figures_dir, results_dir
 
 PROFILES = ("smoke", "standard", "paper")
 _VERSIONED = ("torch", "sentence-transformers", "transformers", "bm25s", "rank-bm25", "faiss-cpu",
@@ -74,10 +74,10 @@ class Recorder:
 
     @property
     def path(self) -> Path:
-        return RESULTS / self.notebook / f"{self.profile}.json"
+        return results_dir() / self.notebook / f"{self.profile}.json"
 
     def figure_dir(self) -> Path:
-        d = FIGURES / self.notebook
+        d = figures_dir() / self.notebook
         d.mkdir(parents=True, exist_ok=True)
         return d
 

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from .paths import NOTEBOOKS, REPO, RESULTS
+from .paths import NOTEBOOKS, REPO, results_dir
 from .results import check_profile
 
 
@@ -82,7 +82,7 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     path = notebook_path(name)
     params = dict(params or {})
     check_parameters(path, params)
-    out = output or RESULTS / path.stem / f"{profile}.ipynb"
+    out = output or results_dir() / path.stem / f"{profile}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     # the kernel must import this clone's toolkit
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -101,7 +101,7 @@ def run(names: list[str], profile: str, params: dict | None = None, stream=sys.s
         print(f"[{i}/{len(names)}] {name} ({profile}) ...", end=" ", flush=True, file=stream)
         try:
             out = run_notebook(name, profile, params)
-            print(f"ok in {time.time() - t:.1f}s -> {out.relative_to(REPO)}", file=stream, flush=True)
+            print(f"ok in {time.time() - t:.1f}s -> {out}", file=stream, flush=True)
         except Exception as e:  # report and go on with the next notebook
             failed += 1
             msg = str(e).strip().splitlines()

@@ -1,0 +1,89 @@
+"""The papermill runner: parameter checks before execution, results JSON, progress lines, CLI."""
+import io
+import json
+import shutil
+
+import pytest
+
+from toolkit import runner
+from toolkit.__main__ import main
+
+
+@pytest.fixture()
+def nbdir(tmp_path, monkeypatch, repo):
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    shutil.copy(repo / "tests" / "fixtures" / "tiny.ipynb", nbs / "90_tiny.ipynb")
+    monkeypatch.setattr(runner, "NOTEBOOKS", nbs)
+    monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path / "results"))  # read by the kernel too
+    monkeypatch.setenv("TOOLKIT_FIGURES", str(tmp_path / "figures"))
+    return tmp_path
+
+
+def test_parameters_are_checked_before_running(nbdir):
+    path = runner.notebook_path("90")
+    assert runner.notebook_parameters(path) == {"profile": "smoke", "n": 3, "scale": 1.5, "name": "x", "flag": False}
+    with pytest.raises(ValueError, match="no parameter 'm'; its parameters: profile, n, scale, name, flag"):
+        runner.check_parameters(path, {"m": 1})
+    with pytest.raises(TypeError, match="parameter 'n' must be int"):
+        runner.check_parameters(path, {"n": "three"})
+    with pytest.raises(TypeError, match="parameter 'flag' must be bool"):
+        runner.check_parameters(path, {"flag": 1})
+    runner.check_parameters(path, {"scale": 2})  # an int where a float is expected is fine
+    with pytest.raises(ValueError, match="profile must be one of"):
+        runner.run_notebook("90", profile="huge")
+    with pytest.raises(FileNotFoundError, match="notebooks: 90_tiny"):
+        runner.notebook_path("77")
+
+
+def test_parse_param():
+    assert runner.parse_param("n=5") == ("n", 5)
+    assert runner.parse_param("name=minilm") == ("name", "minilm")
+    assert runner.parse_param("xs=[1, 2]") == ("xs", [1, 2])
+    with pytest.raises(ValueError, match="name=value"):
+        runner.parse_param("n5")
+
+
+@pytest.mark.notebook
+def test_run_writes_results_and_progress(nbdir):
+    out = io.StringIO()
+    failed = runner.run(["90_tiny"], "standard", {"n": 4}, stream=out)
+    assert failed == 0
+    assert out.getvalue().startswith("[1/1] 90_tiny (standard) ... ok in ")
+    res = json.loads((nbdir / "results" / "tiny" / "standard.json").read_text())
+    assert res["profile"] == "standard" and res["parameters"]["n"] == 4
+    assert res["cells"][0]["value"] == 6.0 and "python" in res["versions"] and res["git_revision"]
+    assert (nbdir / "results" / "90_tiny" / "standard.ipynb").is_file()
+    out = io.StringIO()
+    assert runner.run(["90_tiny"], "smoke", {"flag": True}, stream=out) == 1
+    assert "FAILED" in out.getvalue() and "asked to fail" in out.getvalue()
+
+
+def test_cli_errors_are_clear(capsys):
+    assert main(["evaluate", "--dataset", "nope", "--retriever", "bm25"]) == 2
+    assert "unknown dataset 'nope'" in capsys.readouterr().err
+    assert main(["run", "00_datasets", "-p", "nonsense=1"]) == 2
+    assert "no parameter 'nonsense'" in capsys.readouterr().err
+
+
+def test_cli_evaluate_json(capsys):
+    assert main(["evaluate", "--dataset", "toole-multi", "--retriever", "bm25", "--metrics", "ndcg@5,recall@5",
+                 "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert set(scores) == {"ndcg@5", "recall@5"} and 0.1 < scores["ndcg@5"] < 0.6
+
+
+def test_cli_datasets_lists_counts(capsys):
+    assert main(["datasets", "--json"]) == 0
+    rows = {r["dataset"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["toole-single"]["queries"] == 20550 and rows["toolbench-g1-tool"]["documents"] == 16427
+
+
+def test_recorder_rejects_duplicates_and_bad_profile():
+    from toolkit.results import Recorder
+    rec = Recorder("x", "smoke")
+    rec.add(paper="p", table="1", dataset="d", method="m", metric="ndcg@5", value=0.5)
+    with pytest.raises(ValueError, match="recorded twice"):
+        rec.add(paper="p", table="1", dataset="d", method="m", metric="ndcg@5", value=0.6)
+    with pytest.raises(ValueError, match="profile must be one of"):
+        Recorder("x", "fast")

@@ -12,7 +12,7 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 PROFILE ?= standard
 NB ?= all
 
-.PHONY: env test reproduce smoke bench datasets compare lab
+.PHONY: env test notebooks reproduce smoke bench datasets compare lab
 
 env: $(STAMP)
 
@@ -32,8 +32,14 @@ reproduce: env
 smoke: env
 	$(PY) -m toolkit run all --profile smoke
 
+# Unit tests, then every notebook's smoke profile under nbval (cells marked NBVAL_CHECK_OUTPUT must
+# reproduce their committed output).
 test: env
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env
+
+# Re-execute the notebooks in place (smoke profile) so their committed outputs are current.
+notebooks: env
+	$(PY) scripts/refresh_notebooks.py
 
 bench: env
 	$(PY) scripts/bench_retrieval.py

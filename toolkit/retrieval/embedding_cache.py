@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from toolkit.paths import cache_dir
-from toolkit.retrieval.models import load_encoder, resolve_model
+from toolkit.retrieval.models import MODEL_CARDS, load_encoder, registered_id, resolve_model
 
 SHOW_PROGRESS_FROM = 256  # show a tqdm bar when at least this many texts must be encoded
 
@@ -44,17 +44,21 @@ def _local_fingerprint(path: Path) -> str:
 
 def namespace(model_name: str, normalize: bool = True) -> tuple[str, dict]:
     """(directory name, descriptor) of the cache for this model and normalize flag."""
-    target, info = resolve_model(model_name)
-    desc = {"model_id": info["model_id"], "normalize": bool(normalize)}
-    if Path(target).is_dir():
-        cfg = Path(target) / "sentence_bert_config.json"
-        desc["max_seq_length"] = info.get("max_seq_length") or (
-            json.loads(cfg.read_text()).get("max_seq_length") if cfg.is_file() else None)
-        if info["model_id"].startswith("local:"):
-            desc["fingerprint"] = _local_fingerprint(Path(target))
-    else:  # hub model: ask the loaded encoder
-        desc["max_seq_length"] = info.get("max_seq_length") or load_encoder(model_name).max_seq_length
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", info["model_id"].rsplit("/", 1)[-1])[:60]
+    hub_id = registered_id(model_name) if not Path(model_name).expanduser().is_dir() else None
+    extra = {}
+    if hub_id:  # registered: named without locating (or joining) the weights
+        model_id, max_len = hub_id, MODEL_CARDS[hub_id]["max_seq_length"]
+    else:
+        target, info = resolve_model(model_name)
+        model_id = info["model_id"]
+        if Path(target).is_dir():  # local directory
+            cfg = Path(target) / "sentence_bert_config.json"
+            max_len = json.loads(cfg.read_text()).get("max_seq_length") if cfg.is_file() else None
+            extra = {"fingerprint": _local_fingerprint(Path(target))}
+        else:  # unregistered hub model: ask the loaded encoder
+            max_len = load_encoder(model_name).max_seq_length
+    desc = {"model_id": model_id, "normalize": bool(normalize), "max_seq_length": max_len, **extra}
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id.rsplit("/", 1)[-1])[:60]
     digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:10]
     return f"{base}-{'norm' if normalize else 'raw'}-L{desc['max_seq_length']}-{digest}", desc
 
@@ -72,7 +76,10 @@ class ShardStore:
         for kpath in sorted(self.dir.glob("shard-*.keys.npy")):
             name = kpath.name[: -len(".keys.npy")]
             if name not in self._shards:
-                keys, vecs = np.load(kpath), np.load(self.dir / f"{name}.npy")
+                try:
+                    keys, vecs = np.load(kpath), np.load(self.dir / f"{name}.npy")
+                except FileNotFoundError:  # removed by a concurrent compact(); its merged shard is listed too
+                    continue
                 if len(keys) != len(vecs):
                     raise ValueError(f"corrupt embedding shard {self.dir / name}: {len(keys)} keys, "
                                      f"{len(vecs)} vectors; delete both files")

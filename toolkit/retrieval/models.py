@@ -142,6 +142,12 @@ def mpnet_dir() -> Path | None:
 _LOCATORS = {MINILM: _minilm_dir, MPNET: mpnet_dir}
 
 
+def registered_id(name: str) -> str | None:
+    """The hub id of a registered model (alias or hub id, any case), else None. Locates no weights."""
+    key = name.lower() if isinstance(name, str) else ""
+    return ALIASES.get(key) or {h.lower(): h for h in MODEL_CARDS}.get(key)
+
+
 def resolve_model(name: str) -> tuple[str, dict]:
     """``name`` -> (local directory or hub id to load, info dict with licence and checksums)."""
     if not isinstance(name, str) or not name:
@@ -150,7 +156,7 @@ def resolve_model(name: str) -> tuple[str, dict]:
     if path.is_dir():
         return str(path.resolve()), {"model_id": f"local:{path.resolve()}", "source": "local directory",
                                      "licence": "unknown (local model)"}
-    hub_id = ALIASES.get(name.lower(), name)
+    hub_id = registered_id(name) or name
     card = MODEL_CARDS.get(hub_id)
     if card is None:
         if name.startswith((".", "/", "~")) or name.count("/") > 1:

@@ -1,0 +1,78 @@
+"""The "DPR" retriever: a bi-encoder fine-tuned with in-batch negatives (ToolBench's recipe).
+
+ToolBench trains its API retriever with sentence-transformers: ``bert-base-uncased`` + mean
+pooling, ``MultipleNegativesRankingLoss`` (each query against its gold API and every other API of
+the batch), lr 2e-5, 500 warm-up steps, max sequence length 256, batch size 32 (ToolLLM §2.3,
+``toolbench/retrieval/train.py``). ToolRerank's DPR row is that retriever. Here the base is a
+registry name or path (``minilm`` by default on CPU; ``bert-base-uncased`` for the paper profile,
+which gets a fresh mean-pooling head); training pairs are (query, gold API document), one per
+gold API, batched so that no query text and no document repeats within a batch.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolkit.data.contract import RetrievalDataset
+
+from .training import batches_no_duplicates, is_trained, set_threads, train_loop
+
+
+def positive_pairs(ds: RetrievalDataset) -> list[tuple[str, str]]:
+    """(query text, document text) for every gold API of every query, in qrels order."""
+    return [(ds.queries[q].text, ds.corpus[d].text) for q in ds.qrels for d, r in ds.qrels[q].items() if r > 0]
+
+
+def load_base_encoder(base: str, max_seq_length: int = 256, device: str = "cpu"):
+    """A SentenceTransformer to fine-tune: a registry model as is, any other transformer + mean pooling."""
+    from sentence_transformers import SentenceTransformer, models
+
+    from toolkit.retrieval.models import resolve_model
+    target, _ = resolve_model(base)
+    if (Path(target) / "modules.json").is_file():
+        model = SentenceTransformer(target, device=device)
+    else:
+        word = models.Transformer(target, max_seq_length=max_seq_length)
+        model = SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")],
+                                    device=device)
+    model.max_seq_length = max_seq_length
+    return model
+
+
+def _features(model, texts: list[str]):
+    from sentence_transformers.util import batch_to_device
+    prep = getattr(model, "preprocess", None) or model.tokenize
+    return batch_to_device(prep(texts), model.device)
+
+
+def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = "minilm", epochs: int = 1,
+                       batch_size: int = 32, lr: float = 2e-5, warmup_steps: int | None = 500,
+                       max_seq_length: int = 256, max_steps: int | None = None, seed: int = 0,
+                       threads: int | None = None, checkpoint_every: int = 100, log=print) -> tuple[Path, dict]:
+    """Fine-tune ``base`` on ``pairs``; returns (directory of the saved SentenceTransformer, stats).
+    ``max_steps`` caps the number of batches (smoke runs). Cached: a finished ``out_dir`` is reused."""
+    from toolkit.retrieval.models import MODEL_CARDS  # noqa: F401  (registry import side effects)
+    out_dir = Path(out_dir)
+    if is_trained(out_dir):
+        from .training import read_stats
+        return out_dir / "final", read_stats(out_dir)
+    set_threads(threads)
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    model = load_base_encoder(base, max_seq_length)
+    loss = MultipleNegativesRankingLoss(model)
+    batches = []
+    for e in range(epochs):
+        batches += batches_no_duplicates(pairs, batch_size, seed + e)
+    batches = [b for b in batches if len(b) > 1]
+    if max_steps:
+        batches = batches[:max_steps]
+    steps = len(batches)
+    warm = min(warmup_steps, max(1, steps // 10)) if warmup_steps is not None else None
+
+    def loss_fn(batch):
+        return loss([_features(model, [q for q, _ in batch]), _features(model, [d for _, d in batch])], None)
+
+    stats = train_loop(loss, loss_fn, batches, out_dir, lr=lr, warmup_steps=warm, checkpoint_every=checkpoint_every,
+                       save=lambda p: model.save(str(p)), log=log, seed=seed)
+    stats.update(epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, base=base,
+                 train_pairs=len(pairs))
+    return out_dir / "final", stats

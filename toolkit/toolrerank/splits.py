@@ -1,0 +1,167 @@
+"""Seen/unseen protocol on ToolLens (DESIGN §4), the way ToolBench made its unseen groups.
+
+ToolBench removed some tools, and separately whole categories, from the retriever's training
+data; test queries touching them are "unseen tool" (I1-Tool) and "unseen category" (I1-Cat,
+I2-Cat). ToolLens has no such split, so :func:`make_split` builds one (seeded):
+
+1. dev: ``dev_size`` queries sampled from all of ToolLens train (as ToolRerank's dev is a sample
+   of the original training data); they are neither trained on nor tested.
+2. held-out categories: ``n_heldout_categories`` categories drawn among those with at least
+   ``min_category_single`` single-tool queries (so I1-Cat is not empty);
+   held-out tools: a ``heldout_tool_frac`` share of the tools of the other categories.
+3. train: the remaining ToolLens train queries whose gold APIs touch no held-out tool or category.
+4. test pool: ToolLens test, plus the ToolLens *train* queries dropped in step 3 (never trained
+   on, so as unseen as test queries; without them the unseen single-tool subsets would hold a
+   few dozen queries).
+
+Each test-pool query then falls in at most one of six subsets mirroring ToolBench's groups
+(:data:`SUBSETS`): by number of gold tools (I1 = one tool; I2 = several tools of one category;
+I3 = several tools across categories — ToolBench's "intra-collection" has no ToolLens analogue,
+so "across categories" stands in for it) and by what is unseen (Inst = every gold tool seen;
+Tool = the one gold tool is a held-out tool of a seen category; Cat = every gold tool is in one
+held-out category). Queries mixing seen and unseen tools fit none and are counted apart.
+
+A tool is identified by ``<category>/<tool>`` (:func:`tool_id`): ToolBench reuses tool names
+across categories. "Seen" is always decided by the training data (:func:`seen_tools`), so the
+same rule serves the ToolBench transfer sets.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from toolkit.data.contract import Document, RetrievalDataset
+
+#: mirror name -> (ToolBench dataset key used by the paper-number files, paper label, seen?)
+SUBSETS = {
+    "I1-Inst": ("toolbench-g1-instruction", True),
+    "I2-Inst": ("toolbench-g2-instruction", True),
+    "I3-Inst": ("toolbench-g3-instruction", True),
+    "I1-Tool": ("toolbench-g1-tool", False),
+    "I1-Cat": ("toolbench-g1-category", False),
+    "I2-Cat": ("toolbench-g2-category", False),
+}
+SEEN_SUBSETS = ["I1-Inst", "I2-Inst", "I3-Inst"]
+UNSEEN_SUBSETS = ["I1-Tool", "I1-Cat", "I2-Cat"]
+SINGLE_SUBSETS = ["I1-Inst", "I1-Tool", "I1-Cat"]
+MULTI_SUBSETS = ["I2-Inst", "I3-Inst", "I2-Cat"]
+
+
+def tool_id(doc: Document) -> str:
+    return f"{doc.category}/{doc.tool}"
+
+
+def gold_tools(ds: RetrievalDataset, qid: str) -> set[str]:
+    return {tool_id(ds.corpus[d]) for d, rel in ds.qrels[qid].items() if rel > 0}
+
+
+def seen_tools(train: RetrievalDataset) -> set[str]:
+    """Tools with at least one gold API in the training queries (what the models have seen)."""
+    return {t for q in train.qrels for t in gold_tools(train, q)}
+
+
+def is_single_tool(ds: RetrievalDataset, qid: str) -> bool:
+    return len(gold_tools(ds, qid)) == 1
+
+
+@dataclass
+class SeenUnseenSplit:
+    train: RetrievalDataset
+    dev: RetrievalDataset
+    pool: RetrievalDataset                 # the test pool (ToolLens test + dropped train queries)
+    heldout_categories: list[str]
+    heldout_tools: list[str]
+    subsets: dict[str, list[str]] = field(default_factory=dict)   # mirror name -> qids of the pool
+    unassigned: dict[str, int] = field(default_factory=dict)      # why pool queries fit no subset
+
+    def seen(self) -> set[str]:
+        return seen_tools(self.train)
+
+    def subset(self, name: str, max_queries: int | None = None, seed: int = 0) -> RetrievalDataset:
+        ds = self.pool.subset(self.subsets[name], name=name)
+        return ds.sample(max_queries, seed=seed) if max_queries else ds
+
+    def summary(self) -> dict:
+        return {"train_queries": len(self.train.queries), "dev_queries": len(self.dev.queries),
+                "pool_queries": len(self.pool.queries), "heldout_categories": self.heldout_categories,
+                "heldout_tools": len(self.heldout_tools), "seen_tools": len(self.seen()),
+                **{f"subset {k}": len(v) for k, v in self.subsets.items()},
+                **{f"unassigned: {k}": v for k, v in self.unassigned.items()}}
+
+
+def _classify(ds: RetrievalDataset, qid: str, h_cats: set[str], h_tools: set[str], seen: set[str]) -> str:
+    tools = gold_tools(ds, qid)
+    if not any(t in h_tools or t.split("/")[0] in h_cats for t in tools) and not tools <= seen:
+        return "gold tool neither held out nor in training"
+    cats = {t.split("/")[0] for t in tools}
+    in_cat = [t.split("/")[0] in h_cats for t in tools]
+    in_tool = [t in h_tools for t in tools]
+    if len(tools) == 1:
+        if all(in_cat):
+            return "I1-Cat"
+        if all(in_tool):
+            return "I1-Tool"
+        return "I1-Inst"
+    if not any(in_cat) and not any(in_tool):
+        return "I2-Inst" if len(cats) == 1 else "I3-Inst"
+    if all(in_cat) and len(cats) == 1:
+        return "I2-Cat"
+    if all(in_cat):
+        return "multi-tool over several held-out categories"
+    if not any(in_cat) and all(in_tool):
+        return "multi-tool over held-out tools"
+    return "multi-tool mixing seen and unseen tools"
+
+
+def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 600,
+               n_heldout_categories: int = 2, heldout_tool_frac: float = 0.1, min_category_single: int = 40,
+               seed: int = 0) -> SeenUnseenSplit:
+    """The seen/unseen split (module docstring). ``train``/``test`` share one corpus (ToolLens)."""
+    if train.corpus is not test.corpus and set(train.corpus) != set(test.corpus):
+        raise ValueError("make_split: train and test must share one corpus")
+    rng = random.Random(seed)
+    corpus = train.corpus
+    qids = sorted(train.queries, key=lambda q: (len(q), q))
+    dev_ids = sorted(rng.sample(qids, dev_size)) if dev_size else []
+    dev_set = set(dev_ids)
+    # held-out categories among those with enough single-tool queries
+    single_per_cat = Counter()
+    for q in qids:
+        if q not in dev_set and is_single_tool(train, q):
+            single_per_cat[next(iter(gold_tools(train, q))).split("/")[0]] += 1
+    eligible = sorted(c for c, n in single_per_cat.items() if n >= min_category_single)
+    if len(eligible) < n_heldout_categories:
+        raise ValueError(f"make_split: only {len(eligible)} categories have >= {min_category_single} single-tool "
+                         f"queries; lower min_category_single or n_heldout_categories")
+    h_cats = sorted(rng.sample(eligible, n_heldout_categories))
+    other_tools = sorted({tool_id(d) for d in corpus.values() if d.category not in h_cats})
+    h_tools = sorted(rng.sample(other_tools, round(heldout_tool_frac * len(other_tools))))
+    hc, ht = set(h_cats), set(h_tools)
+
+    def touches(ds, q):
+        return any(t in ht or t.split("/")[0] in hc for t in gold_tools(ds, q))
+
+    train_ids = [q for q in sorted(train.queries) if q not in dev_set and not touches(train, q)]
+    dropped = [q for q in sorted(train.queries) if q not in dev_set and touches(train, q)]
+    pool_queries = {**{q: test.queries[q] for q in test.queries}, **{q: train.queries[q] for q in dropped}}
+    pool_qrels = {**{q: test.qrels[q] for q in test.queries}, **{q: train.qrels[q] for q in dropped}}
+    if len(pool_queries) != len(test.queries) + len(dropped):
+        raise ValueError("make_split: ToolLens train and test query ids overlap")
+    pool = RetrievalDataset("toollens-test-pool", corpus, pool_queries, pool_qrels,
+                            description="ToolLens test + training queries dropped for touching held-out tools")
+    subsets: dict[str, list[str]] = {k: [] for k in SUBSETS}
+    unassigned: Counter = Counter()
+    train_ds = train.subset(train_ids, name="toollens-train[seen split]")
+    seen = seen_tools(train_ds)
+    for q in sorted(pool.queries):
+        kind = _classify(pool, q, hc, ht, seen)
+        if kind in subsets:
+            if SUBSETS[kind][1] and q not in test.queries:
+                continue  # cannot happen: dropped train queries touch a held-out tool
+            subsets[kind].append(q)
+        else:
+            unassigned[kind] += 1
+    return SeenUnseenSplit(train_ds,
+                           train.subset(dev_ids, name="toollens-dev"), pool, h_cats, h_tools,
+                           subsets, dict(unassigned))

@@ -1,0 +1,158 @@
+"""The training loop shared by the three ToolRerank models, and where trained models are cached.
+
+sentence-transformers' ``SentenceTransformerTrainer`` / ``CrossEncoderTrainer`` need the
+``datasets`` package, which is not in the project's environment; the loop below calls the same
+sentence-transformers loss modules (``MultipleNegativesRankingLoss``, ``BinaryCrossEntropyLoss``)
+on batches we build ourselves, with AdamW, linear warm-up then linear decay (the schedule of
+both trainers and of ToolBench's ``model.fit``), and adds what a shared 2-core machine needs:
+
+- a checkpoint (weights, optimizer, scheduler, step) every ``checkpoint_every`` steps, so a killed
+  run resumes where it stopped (batches are a pure function of the seed, so the order is the same);
+- the final model saved to ``<dir>/final`` with ``train_stats.json`` (steps, pairs, seconds,
+  pairs/s); a finished directory is never trained again;
+- throughput logged every ``log_every`` steps.
+
+Model directories: ``cache_dir()/models/toolrerank/<profile>-<hash>/<stage>/``, the hash taken over
+every parameter that changes the trained weights (:func:`model_dir`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from toolkit.paths import cache_dir
+
+
+def params_hash(params: dict) -> str:
+    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def model_dir(profile: str, stage: str, params: dict, root: Path | None = None) -> Path:
+    """``<root or cache_dir()/models/toolrerank>/<profile>-<hash(params)>/<stage>``; writes params.json."""
+    d = Path(root or cache_dir() / "models" / "toolrerank") / f"{profile}-{params_hash(params)}" / stage
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / "params.json"
+    if not p.exists():
+        p.write_text(json.dumps(params, indent=1, sort_keys=True, default=str) + "\n")
+    return d
+
+
+def is_trained(directory: Path) -> bool:
+    return (Path(directory) / "final" / "train_stats.json").is_file()
+
+
+def read_stats(directory: Path) -> dict:
+    return json.loads((Path(directory) / "final" / "train_stats.json").read_text())
+
+
+def set_threads(n: int | None) -> None:
+    if n:
+        import torch
+        torch.set_num_threads(n)
+
+
+def batches_no_duplicates(items: Sequence[tuple], batch_size: int, seed: int,
+                          keys: Callable[[tuple], Sequence[str]] = lambda it: it) -> list[list[tuple]]:
+    """Shuffle ``items`` and cut them into batches where no key (e.g. query text, document text)
+    occurs twice — in-batch negatives must not contain a second positive. Greedy, like
+    sentence-transformers' ``NoDuplicatesBatchSampler``; a last short batch is kept."""
+    order = list(items)
+    random.Random(seed).shuffle(order)
+    out, pending = [], order
+    while pending:
+        batch, used, rest = [], set(), []
+        for it in pending:
+            k = set(keys(it))
+            if len(batch) < batch_size and not (k & used):
+                batch.append(it)
+                used |= k
+            else:
+                rest.append(it)
+        out.append(batch)
+        pending = rest
+    return out
+
+
+def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list], out_dir: Path, *,
+               lr: float = 2e-5, warmup_steps: int | None = None, warmup_ratio: float = 0.1,
+               weight_decay: float = 0.01, max_grad_norm: float = 1.0, checkpoint_every: int = 200,
+               log_every: int = 20, save: Callable[[Path], None] | None = None,
+               log: Callable[[str], None] | None = print, seed: int = 0) -> dict:
+    """Run ``loss_fn(batch)`` + AdamW over ``batches``; checkpoint/resume in ``out_dir``.
+
+    ``save(path)`` writes the final model (e.g. ``model.save``). Returns the training stats.
+    """
+    import torch
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if is_trained(out_dir):
+        return read_stats(out_dir)
+    torch.manual_seed(seed)
+    params = [p for p in module.parameters() if p.requires_grad]
+    decay = [p for n, p in module.named_parameters() if p.requires_grad and not any(
+        s in n for s in ("bias", "LayerNorm.weight", "layer_norm.weight"))]
+    no_decay = [p for p in params if all(p is not q for q in decay)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr)
+    total = len(batches)
+    warm = warmup_steps if warmup_steps is not None else math.ceil(warmup_ratio * total)
+    warm = min(warm, max(total - 1, 0))
+
+    def lr_lambda(step: int) -> float:
+        if step < warm:
+            return (step + 1) / max(1, warm)
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)
+    ckpt = out_dir / "checkpoint.pt"
+    start, done_pairs, spent = 0, 0, 0.0
+    if ckpt.is_file():
+        state = torch.load(ckpt, weights_only=False)
+        module.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        start, done_pairs, spent = state["step"], state["pairs"], state["seconds"]
+        if log:
+            log(f"resumed {out_dir.name} at step {start}/{total}")
+    module.train()
+    t0, pairs0 = time.perf_counter(), done_pairs
+    losses: list[float] = []
+    for step in range(start, total):
+        batch = batches[step]
+        loss = loss_fn(batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss))
+        done_pairs += len(batch)
+        now = spent + time.perf_counter() - t0
+        if log and ((step + 1) % log_every == 0 or step + 1 == total):
+            rate = (done_pairs - pairs0) / max(1e-9, time.perf_counter() - t0)
+            log(f"{out_dir.name}: step {step + 1}/{total} loss {sum(losses[-log_every:]) / len(losses[-log_every:]):.4f} "
+                f"{rate:.1f} pairs/s  {now / 60:.1f} min")
+        if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < total:
+            tmp = ckpt.with_suffix(".tmp")
+            torch.save({"model": module.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                        "step": step + 1, "pairs": done_pairs, "seconds": now}, tmp)
+            tmp.replace(ckpt)
+    module.eval()
+    seconds = spent + time.perf_counter() - t0
+    stats = {"steps": total, "pairs": done_pairs, "seconds": round(seconds, 1),
+             "pairs_per_second": round(done_pairs / max(seconds, 1e-9), 2), "lr": lr, "warmup_steps": warm,
+             "final_loss": round(sum(losses[-log_every:]) / max(1, len(losses[-log_every:])), 4) if losses else None,
+             "resumed_from_step": start}
+    final = out_dir / "final"
+    final.mkdir(exist_ok=True)
+    if save:
+        save(final)
+    (final / "train_stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+    ckpt.unlink(missing_ok=True)
+    return stats

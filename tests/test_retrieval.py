@@ -251,7 +251,8 @@ def test_bm25_epsilon_floor_and_unknown_queries():
 def test_bm25_tokenizer_is_shared_and_replaceable():
     r = BM25Retriever("bm25s", stemmer=None, stopwords=None)
     assert r.tokenizer("The Forecasts, for 2 cities!") == ["the", "forecasts", "for", "cities"]
-    assert BM25Retriever().tokenizer("The Forecasts for cities") == ["forecast", "citi"]
+    assert BM25Retriever().tokenizer("The Forecasts for cities") == ["the", "forecasts", "for", "cities"]  # default: no stemming, no stop words
+    assert BM25Retriever(stemmer="english", stopwords="en").tokenizer("The Forecasts for cities") == ["forecast", "citi"]
     ids = list(DOCS)
     for backend in ("bm25s", "rank_bm25"):
         r = BM25Retriever(backend, tokenizer=str.split).index(ids, list(DOCS.values()))

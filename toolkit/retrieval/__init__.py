@@ -18,11 +18,14 @@ from toolkit.retrieval.models import MODEL_CARDS, load_encoder, resolve_model
 
 RETRIEVERS = {
     "bm25": (BM25Retriever, {"backend": "bm25s"}),
+    # rank_bm25 as papers that used it ran it: BM25Okapi with its own IDF floor epsilon=0.25
+    # (overridable: epsilon=0 gives bm25's exact ranking).
     "bm25-rank": (BM25Retriever, {"backend": "rank_bm25"}),
     "minilm": (DenseRetriever, {"model": "minilm"}),
     "mpnet": (DenseRetriever, {"model": "mpnet"}),
     "dense:<model>": (DenseRetriever, {}),
 }
+DEFAULTS = {"bm25-rank": {"method": "robertson", "epsilon": 0.25}}
 
 
 def build_retriever(name: str, **params):
@@ -40,7 +43,8 @@ def build_retriever(name: str, **params):
         if key not in allowed:
             raise TypeError(f"retriever {name!r}: unknown parameter {key!r}; "
                             f"valid: {', '.join(sorted(allowed - set(fixed)))}")
-    return cls(**fixed, **params)
+    defaults = DEFAULTS.get(name, {})
+    return cls(**fixed, **{**defaults, **params})
 
 
 def retrieve(dataset, retriever, k: int = 100) -> Run:

@@ -1,15 +1,19 @@
 """BM25 (Robertson & Zaragoza 2009) with two exchangeable backends: bm25s and rank_bm25.
 
 Defaults: k1=1.5, b=0.75 — the values Re-Invoke states for its BM25 baseline (reinvoke.md §4.2,
-"k = 1.5 ... b = 0.75") — and Lucene's BM25 variant (bm25s's default; also Lucene/Anserini/Pyserini):
+"k = 1.5 ... b = 0.75") — Okapi BM25 with Robertson's IDF (``method="robertson"``, rank_bm25's
+``BM25Okapi``; ``"lucene"`` is Lucene/Anserini's variant), and plain lower-cased word tokens with no
+stemming and no stop-word removal. No paper states its tokenization; on ToolE single-tool this
+setting gives nDCG@5 0.366 against Re-Invoke's printed 0.3735, while Snowball stemming + stop words
+give 0.480 (``stemmer="english", stopwords="en"``). Formulas:
     score(q, d) = sum_{t in q} idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl))
     idf(t) = log(1 + (N - df + 0.5) / (df + 0.5))            [lucene, always > 0]
     idf(t) = max(0, log((N - df + 0.5) / (df + 0.5)))         [robertson]
 (Kamphuis et al., ECIR 2020, "Which BM25 do you mean?").
 
-Both backends get the same token lists from one tokenizer (default: lowercase, scikit-learn's
-``\\b\\w\\w+\\b`` token pattern as in bm25s, bm25s's English stopword list, Snowball stemming via
-PyStemmer), so their scores can be compared. Backend equivalence (tested):
+Both backends get the same token lists from one tokenizer (lowercase, scikit-learn's
+``\\b\\w\\w+\\b`` token pattern as in bm25s; optionally bm25s's English stopword list and Snowball
+stemming via PyStemmer), so their scores can be compared. Backend equivalence (tested):
 - ``method="robertson"``: rank_bm25's ``BM25Okapi`` with ``epsilon=0``. rank_bm25 multiplies every
   term by (k1 + 1), a constant, so its scores are (k1 + 1) x bm25s's and the ranking is the same.
   rank_bm25's own default ``epsilon=0.25`` floors the IDF of terms in more than half the documents
@@ -39,7 +43,7 @@ BM25S_ONLY = ("atire", "bm25l", "bm25+")
 class Tokenizer:
     """text -> tokens: lowercase, regex split, stopword removal, stemming (bm25s.tokenize's steps)."""
 
-    def __init__(self, stemmer: str | None = "english", stopwords: str | list[str] | None = "en",
+    def __init__(self, stemmer: str | None = None, stopwords: str | list[str] | None = None,
                  lower: bool = True, pattern: str = TOKEN_PATTERN):
         self.lower, self.split = lower, re.compile(pattern).findall
         if stopwords in ("en", "english"):
@@ -77,9 +81,9 @@ def _rank_bm25_classes():
 
 
 class BM25Retriever:
-    def __init__(self, backend: str = "bm25s", k1: float = 1.5, b: float = 0.75, method: str = "lucene",
-                 tokenizer: Callable[[str], list[str]] | None = None, stemmer: str | None = "english",
-                 stopwords: str | list[str] | None = "en", epsilon: float = 0.0, query_block: int = 256):
+    def __init__(self, backend: str = "bm25s", k1: float = 1.5, b: float = 0.75, method: str = "robertson",
+                 tokenizer: Callable[[str], list[str]] | None = None, stemmer: str | None = None,
+                 stopwords: str | list[str] | None = None, epsilon: float = 0.0, query_block: int = 256):
         """``stemmer``/``stopwords`` build the default ``Tokenizer``; ignored when ``tokenizer`` is given."""
         if backend not in ("bm25s", "rank_bm25"):
             raise ValueError(f"backend must be 'bm25s' or 'rank_bm25', got {backend!r}")

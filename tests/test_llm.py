@@ -79,6 +79,37 @@ def test_cache_file_is_compact_jsonl(tmp_path):
     assert all("prompt" not in r for r in lines if r["t"] == "a")
 
 
+def test_shared_prompt_prefix_is_stored_once(tmp_path):
+    from toolkit.llm.prompts import intent_prompt
+    c = echo_client(tmp_path)
+    queries = [f"query number {i} about flights" for i in range(20)]
+    first = c.generate([intent_prompt(q) for q in queries])
+    text = c.cache().path.read_text()
+    assert text.count("Suppose you are a query analyzer") == 2        # first prompt in full + one prefix record
+    recs = [json.loads(x) for x in text.splitlines()]
+    assert sum(r["t"] == "x" for r in recs) == 1
+    assert len(text) < 20 * len(intent_prompt("x"))                  # far less than 20 full prompts
+    again = echo_client(tmp_path)                                     # decoded on reload: all hits
+    assert again.generate([intent_prompt(q) for q in queries]) == first and again.backend.calls == 0
+    assert {a["prompt"][0]["content"] for a in again.cache().answers()} == {intent_prompt(q) for q in queries}
+
+
+def test_compact_rewrites_without_changing_answers(tmp_path):
+    from toolkit.llm.cache import ResponseCache
+    c = echo_client(tmp_path)
+    prompts = [("shared head " * 40) + f"tail {i}" for i in range(10)]
+    ans = c.generate(prompts, n=2, temperature=0.5)
+    path = c.cache().path
+    with open(path, "a") as f:
+        f.write('{"t":"a","cut')                                      # a cut line disappears
+    cache = ResponseCache(tmp_path, "t", "echo")
+    r = cache.compact()
+    assert r["answers"] == 20 and r["bytes_after"] < r["bytes_before"]
+    assert '"cut' not in path.read_text()
+    again = echo_client(tmp_path)
+    assert again.generate(prompts, n=2, temperature=0.5) == ans and again.backend.calls == 0
+
+
 def test_replay_answers_from_cache_and_names_missing_prompt(tmp_path):
     live = echo_client(tmp_path, backend=EchoBackend(model_id="m"))
     ans = live.generate(["known prompt"])
@@ -233,6 +264,17 @@ def test_backend_selection(tmp_path, monkeypatch):
     assert select_backend("qwen-1.5b") == "replay"
     with pytest.raises(ValueError, match="unknown LLM backend"):
         select_backend("qwen-1.5b", "vllm-direct")
+
+
+def test_client_for_profile(tmp_path, monkeypatch):
+    from toolkit.llm import client_for_profile
+    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
+    assert client_for_profile("smoke", "qwen-1.5b", cache_root=tmp_path).mode == "replay"
+    assert client_for_profile("standard", "qwen-1.5b", cache_root=tmp_path).mode == "replay"
+    monkeypatch.setenv("TOOLKIT_LLM_BACKEND", "echo")
+    assert client_for_profile("standard", "qwen-1.5b", cache_root=tmp_path).mode == "live"
+    with pytest.raises(ValueError, match="profile"):
+        client_for_profile("fast", "qwen-1.5b")
 
 
 def test_replay_client_uses_the_local_model_id(tmp_path):
@@ -473,3 +515,20 @@ def test_committed_reinvoke_intents_replay_all_497():
     empty = [qid for (qid, _), p in zip(queries, parsed) if not p]
     assert not empty, f"{len(empty)} answers parse to no intent: {empty[:5]}"
     assert sum(len(p) > 1 for p in parsed) > 100          # multi-tool queries: many have several intents
+
+
+def test_cli_module_entry_point_runs():
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-m", "toolkit.llm.cli", "models"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(x) for x in out.stdout.splitlines()]
+    assert {r["model_id"] for r in rows} >= {"qwen2.5-coder-1.5b-instruct-q4_k_m", "smollm2-135m-instruct-q4_1"}
+
+
+def test_default_threads_env_override(monkeypatch):
+    from toolkit.llm.backends import default_threads
+    monkeypatch.setenv("TOOLKIT_LLM_THREADS", "3")
+    assert default_threads() == 3
+    monkeypatch.delenv("TOOLKIT_LLM_THREADS")
+    assert 1 <= default_threads() <= (os.cpu_count() or 1)

@@ -13,5 +13,6 @@ See ``client`` (the client and factory), ``backends``, ``cache`` (file format), 
 from toolkit.llm.base import (GREEDY, Answer, LLMError, ReplayMiss, Request, Sampling,  # noqa: F401
                               ServerUnavailable)
 from toolkit.llm.cache import ResponseCache  # noqa: F401
-from toolkit.llm.client import BACKENDS, LLMClient, get_client, make_backend, select_backend  # noqa: F401
+from toolkit.llm.client import (BACKENDS, LLMClient, client_for_profile, get_client, make_backend,  # noqa: F401
+                                select_backend)
 from toolkit.llm import parsers, prompts  # noqa: F401,E402

@@ -31,7 +31,7 @@ from toolkit.llm.base import Answer, LLMError, Request, ServerUnavailable, as_me
 
 # Local defaults, measured on 2 CPU cores with Qwen2.5-Coder-1.5B (see notes/README_llm.md).
 DEFAULT_PARALLEL = 4
-DEFAULT_CTX_PER_SLOT = 2048
+DEFAULT_CTX_PER_SLOT = 4096
 
 
 def default_threads() -> int:

@@ -8,7 +8,13 @@ one model for one *namespace* (a task such as ``reinvoke_intents``) live in one 
 Each line is one JSON object, one of three record types (``t``):
 
 ``{"t": "p", "id": <prompt hash>, "kind": "chat"|"completion", "prompt": <text or messages>}``
-    a prompt, stored once per file however many answers refer to it;
+    a prompt, stored once per file however many answers refer to it; or, when it starts with a
+    stored prefix, ``{"t": "p", "id": ..., "kind": ..., "x": <prefix id>, "rest": <JSON suffix>}``
+    (the prompt is ``json.loads(prefix text + rest)``);
+``{"t": "x", "id": <prefix hash>, "text": <JSON-encoded prompt prefix>}``
+    a shared prompt prefix (the fixed head of a template), stored once per file. It is created
+    when two consecutive new prompts share at least 256 characters (cut at a line break), so a
+    template's instructions and examples are not repeated in every prompt record;
 ``{"t": "c", "id": <config hash>, "model": <model id>, "sampling": {...}}``
     a model + sampling configuration, stored once per file;
 ``{"t": "a", "p": <prompt hash>, "c": <config hash>, "i": <sample index>, "text": <answer>, ...}``
@@ -28,12 +34,14 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 FORMAT = "toolkit.llm.cache/1"
+MIN_PREFIX = 256
 
 
 def canonical(obj: Any) -> str:
@@ -86,6 +94,8 @@ class ResponseCache:
         self._answers: dict[tuple[str, str, int], CachedAnswer] = {}
         self._prompts: dict[str, Any] = {}
         self._configs: dict[str, dict] = {}
+        self._prefixes: dict[str, str] = {}
+        self._last_encoded: str | None = None
         self._offset = 0
         self.skipped_lines = 0
         self.refresh()
@@ -124,7 +134,16 @@ class ResponseCache:
                 meta = {k: v for k, v in rec.items() if k not in ("t", "p", "c", "i", "text")}
                 self._answers[key] = CachedAnswer(rec["text"], meta)
         elif t == "p":
-            self._prompts[rec["id"]] = (rec.get("kind", "chat"), rec["prompt"])
+            if "x" in rec:
+                enc = self._prefixes[rec["x"]] + rec["rest"]
+                prompt = json.loads(enc)
+            else:
+                prompt = rec["prompt"]
+                enc = _encode(prompt)
+            self._prompts[rec["id"]] = (rec.get("kind", "chat"), prompt)
+            self._last_encoded = enc
+        elif t == "x":
+            self._prefixes[rec["id"]] = rec["text"]
         elif t == "c":
             self._configs[rec["id"]] = rec
         elif t == "h":
@@ -161,7 +180,8 @@ class ResponseCache:
                 "generation_seconds": round(sum(ms) / 1000.0, 1)}
 
     # -- writing ---------------------------------------------------------------------------
-    def put(self, kind: str, prompt: Any, sampling: dict, index: int, text: str, **meta: Any) -> None:
+    def put(self, kind: str, prompt: Any, sampling: dict, index: int, text: str, _sync: bool = True,
+            **meta: Any) -> None:
         if self.readonly:
             raise PermissionError(f"cache {self.path} is read-only (replay)")
         if not isinstance(text, str):
@@ -181,7 +201,7 @@ class ResponseCache:
                 if size == 0:
                     lines.append({"t": "h", "format": FORMAT, "namespace": self.namespace, "model": self.model_id})
                 if pid not in self._prompts:
-                    lines.append({"t": "p", "id": pid, "kind": kind, "prompt": prompt})
+                    lines += self._prompt_records(pid, kind, prompt)
                 if cid not in self._configs:
                     lines.append({"t": "c", "id": cid, "model": self.model_id, "sampling": sampling})
                 rec = {"t": "a", "p": pid, "c": cid, "i": index, "text": text}
@@ -191,7 +211,8 @@ class ResponseCache:
                 if size and not self._ends_with_newline(fd, size):
                     blob = "\n" + blob             # repair a line cut by a killed writer
                 os.write(fd, blob.encode("utf-8"))
-                os.fsync(fd)
+                if _sync:
+                    os.fsync(fd)
                 for r in lines:
                     self._ingest(r)
                 self._offset = os.fstat(fd).st_size
@@ -199,6 +220,74 @@ class ResponseCache:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
 
+    def _prompt_records(self, pid: str, kind: str, prompt: Any) -> list[dict]:
+        """The prompt record, prefix-compressed when possible (plus a new prefix record if needed)."""
+        enc = _encode(prompt)
+        best = max(((xid, t) for xid, t in self._prefixes.items() if enc.startswith(t)),
+                   key=lambda kv: len(kv[1]), default=None)
+        out: list[dict] = []
+        if best is None and self._last_encoded is not None:
+            n = _common_prefix_len(enc, self._last_encoded)
+            cut = enc.rfind("\\n", 0, n)                 # end the prefix at an (escaped) line break
+            n = cut + 2 if cut >= MIN_PREFIX else n
+            if n >= MIN_PREFIX:
+                text = enc[:n]
+                best = (short_hash(text), text)
+                out.append({"t": "x", "id": best[0], "text": text})
+        if best is not None:
+            out.append({"t": "p", "id": pid, "kind": kind, "x": best[0], "rest": enc[len(best[1]):]})
+        else:
+            out.append({"t": "p", "id": pid, "kind": kind, "prompt": prompt})
+        return out
+
+    def compact(self) -> dict:
+        """Rewrite the file in the current format (prefix-compressed prompts, no cut lines,
+        answers in their original order), atomically. Do not run while another process writes."""
+        before = self.path.stat().st_size if self.path.is_file() else 0
+        self.refresh()
+        with self._lock:
+            recs = list(self._answers.items())
+            prompts, configs = dict(self._prompts), dict(self._configs)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".compact", dir=self.path.parent)
+        os.close(fd)
+        os.unlink(tmp)
+        tmp_dir = Path(tmp)
+        tmp_dir.mkdir()
+        try:
+            new = ResponseCache(tmp_dir, self.namespace, self.model_id)
+            for (cid, pid, i), ans in recs:
+                kind, prompt = prompts[pid]
+                new.put(kind, prompt, configs[cid]["sampling"], i, ans.text, _sync=False, **ans.meta)
+            with open(new.path, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(new.path, self.path)
+        finally:
+            for f in tmp_dir.rglob("*"):
+                if f.is_file():
+                    f.unlink()
+            for d in sorted(tmp_dir.rglob("*"), reverse=True):
+                d.rmdir()
+            tmp_dir.rmdir()
+        fresh = ResponseCache(self.root, self.namespace, self.model_id, readonly=self.readonly)
+        self.__dict__.update(fresh.__dict__)
+        return {"file": str(self.path), "bytes_before": before, "bytes_after": self.path.stat().st_size,
+                "answers": len(self._answers)}
+
     @staticmethod
     def _ends_with_newline(fd: int, size: int) -> bool:
         return os.pread(fd, 1, size - 1) == b"\n"
+
+
+def _encode(prompt: Any) -> str:
+    return json.dumps(prompt, ensure_ascii=False, separators=(",", ":"))
+
+
+def _common_prefix_len(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    step = 64
+    while i < n and a[i:i + step] == b[i:i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return min(i, n)

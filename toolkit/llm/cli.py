@@ -4,6 +4,7 @@
     python -m toolkit.llm.cli generate --prompt intents --dataset toole-multi --limit 50 --model qwen-1.5b
     python -m toolkit.llm.cli generate --prompt intents --dataset toole-multi --backend replay
     python -m toolkit.llm.cli stats
+    python -m toolkit.llm.cli compact
     python -m toolkit.llm.cli models
 
 ``generate`` is resumable: answers already in the cache are skipped, so rerunning after an
@@ -24,7 +25,7 @@ from toolkit.llm.tasks import TASKS, dataset_items, get_task
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="llm_command", metavar="{generate,stats,models}")
+    sub = parser.add_subparsers(dest="llm_command", metavar="{generate,stats,compact,models}")
     sub.required = True
 
     g = sub.add_parser("generate", help="run an LLM task over a dataset, cached and resumable")
@@ -54,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     s = sub.add_parser("stats", help="summarize the response caches")
     s.add_argument("--cache-dir", default=None)
+
+    k = sub.add_parser("compact", help="rewrite cache files with shared prompt prefixes stored once "
+                       "(never while a generation is writing to them)")
+    k.add_argument("--cache-dir", default=None)
+    k.add_argument("files", nargs="*", help="<namespace>/<model>.jsonl paths under the cache dir (default: all)")
 
     sub.add_parser("models", help="list the local GGUF models (licence, size, sha256)")
 
@@ -124,7 +130,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
         c = ResponseCache(root, f.parent.name, f.stem, readonly=True)
         s = c.stats()
         print(f"{f.relative_to(root)}: {s['answers']} answers, {s['prompts']} prompts, {s['configs']} configs, "
-              f"{s['bytes'] / 1e6:.2f} MB, {s['generation_seconds']:.0f} s of generation")
+              f"{s['bytes'] / 1e6:.2f} MB, {s['generation_seconds']:.0f} s summed over calls (parallel calls overlap)")
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from toolkit.llm.cache import ResponseCache
+    root = Path(args.cache_dir) if args.cache_dir else default_cache_root()
+    files = [root / f for f in args.files] if args.files else sorted(root.glob("*/*.jsonl"))
+    for f in files:
+        r = ResponseCache(root, f.parent.name, f.stem).compact()
+        print(f"{f.relative_to(root)}: {r['answers']} answers, {r['bytes_before']} -> {r['bytes_after']} bytes")
     return 0
 
 
@@ -136,7 +152,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return {"generate": cmd_generate, "stats": cmd_stats, "models": cmd_models}[args.llm_command](args)
+        return {"generate": cmd_generate, "stats": cmd_stats, "compact": cmd_compact,
+                "models": cmd_models}[args.llm_command](args)
     except LLMError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -260,3 +260,16 @@ def get_client(model: str | None = None, backend: str | None = None, *, namespac
     b = make_backend(model, backend, **backend_kw)
     return LLMClient(b, namespace=namespace, cache_root=cache_root, mode=mode or ("replay" if not b.live else "live"),
                      sampling=sampling, progress=progress)
+
+
+def client_for_profile(profile: str, model: str | None = None, *, namespace: str = "default",
+                       cache_root: str | Path | None = None, sampling: Sampling = GREEDY, **backend_kw: Any) -> LLMClient:
+    """The client a notebook should use for a run profile (DESIGN §3): ``smoke`` and ``standard``
+    replay the committed cache (no model needed) unless ``TOOLKIT_LLM_BACKEND`` names a live backend
+    (then missing answers are generated and appended); ``paper`` uses ``TOOLKIT_LLM_BACKEND`` or
+    auto-selection (typically an OpenAI-compatible server with a large model)."""
+    if profile not in ("smoke", "standard", "paper"):
+        raise ValueError(f"unknown profile {profile!r}; expected smoke, standard or paper")
+    env = os.environ.get("TOOLKIT_LLM_BACKEND")
+    backend = env or ("replay" if profile in ("smoke", "standard") else None)
+    return get_client(model, backend, namespace=namespace, cache_root=cache_root, sampling=sampling, **backend_kw)

@@ -35,7 +35,7 @@ def clean_item(line: str) -> str:
         before = s
         s = _MARKER.sub("", s)
         s = re.sub(r"\*\*(.+?)\*\*", r"\1", s)
-        s = re.sub(r"__(.+?)__", r"\1", s)
+        s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", s)          # [text](url) -> text
         s = _LABEL.sub("", s)
         s = s.strip().strip(_QUOTES).strip()
         if s == before:
@@ -64,8 +64,8 @@ def parse_lines(text: str, max_items: int | None = None, stop_prefixes: tuple[st
     seen: set[str] = set()
     for raw in text.replace("\r", "\n").split("\n"):
         line = raw.strip()
-        if not line or line.startswith("```") or re.fullmatch(r"[-=*_#\s]{3,}", line):
-            continue
+        if not line or line.startswith(("```", "#")) or re.fullmatch(r"[-=*_#\s]{3,}", line):
+            continue                                    # fences, markdown headings, rules
         if stop_prefixes and line.lower().startswith(tuple(p.lower() for p in stop_prefixes)):
             if items:
                 break
@@ -77,8 +77,8 @@ def parse_lines(text: str, max_items: int | None = None, stop_prefixes: tuple[st
             break                                       # closing explanation after the list
         if not item or re.fullmatch(r"[\W_]+", item):
             continue
-        if _PREAMBLE.match(item) and item.endswith(":"):
-            continue
+        if item.endswith(":"):
+            continue                                    # a heading ("Recent News:") or an introduction
         k = item.lower().rstrip(".")
         if k in seen:
             continue
@@ -109,9 +109,30 @@ def intents_or_query(text: str, query: str) -> list[str]:
     return parse_intents(text) or [query]
 
 
+_NAME_LINE = re.compile(r"^\s*(?:[-*\u2022]\s*|\d{1,2}[.)]\s*)?(?:\*\*)?(?:api(?:\s+name)?|name|tool)(?:\*\*)?\s*:\s*(?:\*\*)?"
+                        r"(?P<name>[^:]{1,80}?)(?:\*\*)?\s*$", re.I)
+_DESC_LINE = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:\*\*)?description(?:\*\*)?\s*:\s*(?:\*\*)?", re.I)
+
+
 def parse_api_descriptions(text: str, max_items: int = 5) -> list[str]:
-    """Query generation (Fig. 2 / Fig. 5): at most 5 descriptions, one per line (§3.1)."""
-    return parse_lines(text, max_items=max_items, stop_prefixes=("Human:",))
+    """Query generation (Fig. 2 / Fig. 5): at most 5 descriptions, one per line (§3.1). A model
+    that answers in ``API: name`` / ``Description: ...`` pairs gets each pair merged into one
+    ``name: description`` line."""
+    if not text:
+        return []
+    lines = text.replace("\r", "").split("\n")
+    merged: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _NAME_LINE.match(lines[i])
+        nxt = next((j for j in range(i + 1, len(lines)) if lines[j].strip()), None)
+        if m and nxt is not None and _DESC_LINE.match(lines[nxt]):
+            merged.append(f"{m.group('name').strip()}: {_DESC_LINE.sub('', lines[nxt]).strip()}")
+            i = nxt + 1
+            continue
+        merged.append(lines[i])
+        i += 1
+    return parse_lines("\n".join(merged), max_items=max_items, stop_prefixes=("Human:",))
 
 
 def parse_synthetic_query(text: str) -> str:
@@ -124,7 +145,7 @@ def parse_synthetic_query(text: str) -> str:
     for p in paras:
         lines = [ln for ln in p.split("\n") if ln.strip()]
         # drop a leading preamble/label line ("Sure! Here's a query:", "The relevant query is:")
-        while lines and (lines[0].rstrip().endswith(":") and len(lines[0].split()) <= 14):
+        while lines and lines[0].rstrip().endswith(":") and (len(lines[0].split()) <= 20 or _PREAMBLE.match(lines[0])):
             head = lines.pop(0)
             tail = head.split(":", 1)[1].strip() if ":" in head else ""
             if tail:
@@ -141,18 +162,17 @@ def parse_synthetic_query(text: str) -> str:
 
 
 def parse_hyde_document(text: str) -> str:
-    """HyDE (Fig. 6): the hypothetical API document as text (the JSON block when there is one:
-    fenced, or from the first ``{`` to the last ``}``); never evaluated."""
+    """HyDE (Fig. 6): the hypothetical API document as text: from the first ``{`` to the last ``}``
+    when there are braces, else the content of a code fence, else the answer's lines; never evaluated."""
     if not text:
         return ""
-    m = re.search(r"```(?:json)?\s*\n(.*?)(?:```|$)", text, re.S)
-    if m and m.group(1).strip():
-        return m.group(1).strip()
     a, b = text.find("{"), text.rfind("}")
     if 0 <= a < b:
         return text[a:b + 1].strip()
-    items = parse_lines(text)
-    return " ".join(items)
+    m = re.search(r"```[a-zA-Z]*\s*\n(.*?)```", text, re.S)
+    if m and m.group(1).strip():
+        return m.group(1).strip()
+    return " ".join(parse_lines(text))
 
 
 def parse_refinement(text: str) -> str | None:

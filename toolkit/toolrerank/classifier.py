@@ -12,7 +12,7 @@ from pathlib import Path
 from toolkit.data.contract import RetrievalDataset
 
 from .splits import is_single_tool
-from .training import batches_no_duplicates, is_trained, read_stats, set_threads, train_loop
+from .training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
 
 
 def classifier_examples(ds: RetrievalDataset) -> list[tuple[str, int]]:
@@ -55,6 +55,7 @@ def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str =
                        checkpoint_every=checkpoint_every, save=save, log=log, seed=seed)
     stats.update(epochs=epochs, batch_size=batch_size, base=base, train_examples=len(examples),
                  single_share=round(sum(y for _, y in examples) / max(1, len(examples)), 4))
+    write_stats(out_dir, stats)
     return out_dir / "final", stats
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from toolkit.data.contract import RetrievalDataset
 
-from .training import batches_no_duplicates, is_trained, set_threads, train_loop
+from .training import batches_no_duplicates, is_trained, write_stats, set_threads, train_loop
 
 
 def positive_pairs(ds: RetrievalDataset) -> list[tuple[str, str]]:
@@ -75,4 +75,5 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
                        save=lambda p: model.save(str(p)), log=log, seed=seed)
     stats.update(epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, base=base,
                  train_pairs=len(pairs))
+    write_stats(out_dir, stats)
     return out_dir / "final", stats

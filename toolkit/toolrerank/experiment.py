@@ -7,6 +7,7 @@ so a rerun of a finished profile only evaluates.
 """
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -18,7 +19,10 @@ from .classifier import QueryClassifier, classifier_examples, train_classifier
 from .dual_encoder import positive_pairs, train_dual_encoder
 from .reranker import Reranker, sample_reranker_pairs, train_cross_encoder
 from .splits import SeenUnseenSplit
-from .training import model_dir, set_threads
+from .training import model_dir, set_threads, write_stats
+
+
+SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac")
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class Setup:
     base: str = "minilm"
     seed: int = 0
     threads: int = 1                 # torch threads: 1 beats 2 on a shared 2-core machine (measured)
+    max_steps: int = 0               # cap on optimizer steps per model (smoke); 0 = none
     # split
     dev_size: int = 600
     n_heldout_categories: int = 2
@@ -38,33 +43,55 @@ class Setup:
     de_batch: int = 32
     de_max_len: int = 256
     de_warmup: int = 500
+    de_lr: float = 2e-5
     # cross-encoder
     ce_queries: int = 0              # training queries whose pairs train the reranker (0 = all)
-    ce_neg: int = 2                  # hard negatives per query, from the DPR top ce_depth
+    ce_neg: int = 2                  # hard negatives per query, from the top ce_depth of ...
     ce_depth: int = 30
+    ce_neg_source: str = "dpr"       # ... dpr: the trained DPR (the paper); base: the untrained base encoder
     ce_epochs: int = 1
     ce_batch: int = 32
     ce_max_len: int = 256
+    ce_lr: float = 2e-5
     # classifier
     cl_examples: int = 0             # 0 = all training queries
+    cl_balance: bool = False         # equal numbers of single- and multi-tool training queries
     cl_epochs: int = 1
     cl_batch: int = 32
-    max_steps: int = 0               # cap on optimizer steps per model (smoke); 0 = none
-    lr: float = 2e-5
+    cl_lr: float = 2e-5
+
+    def stage_params(self, stage: str) -> dict:
+        """The parameters that decide one stage's weights (its cache key)."""
+        d = asdict(self)
+        common = {k: d[k] for k in SPLIT_FIELDS}
+        own = {k: v for k, v in d.items() if k.startswith({"dual_encoder": "de_", "reranker": "ce_",
+                                                            "classifier": "cl_"}[stage])}
+        return {**common, **own}
 
     def training_params(self) -> dict:
-        d = asdict(self)
-        d.pop("profile"); d.pop("threads")
-        return d
+        return {**self.stage_params("dual_encoder"), **self.stage_params("reranker"),
+                **self.stage_params("classifier")}
+
+    @property
+    def reranker_dir(self) -> str:
+        from .training import params_hash
+        return f"reranker-{params_hash(self.stage_params('reranker'))}"
+
+    @property
+    def classifier_dir(self) -> str:
+        from .training import params_hash
+        return f"classifier-{params_hash(self.stage_params('classifier'))}"
 
 
 PROFILES = {
     # seconds: a few optimizer steps on tiny samples
     "smoke": Setup("smoke", de_pairs=48, de_batch=16, de_max_len=128, de_warmup=1, ce_queries=16, ce_neg=2,
                    ce_batch=16, ce_max_len=128, cl_examples=48, cl_batch=16, max_steps=3),
-    # this machine (2 shared CPU cores): sized from measured throughput, see the notebook
-    "standard": Setup("standard", de_pairs=3200, de_batch=32, de_max_len=128, de_warmup=10, ce_queries=800,
-                      ce_neg=2, ce_batch=32, ce_max_len=128, cl_examples=3200, cl_batch=32),
+    # this machine (2 shared CPU cores): sized from measured throughput, see the notebook. The reranker and
+    # the classifier get fresh heads and ~150-200 steps, so they use lr 1e-4 (2e-5 left them at chance)
+    "standard": Setup("standard", de_pairs=2400, de_batch=32, de_max_len=128, de_warmup=8,
+                      ce_queries=650, ce_neg=2, ce_batch=16, ce_max_len=128, ce_lr=1e-4, ce_neg_source="base",
+                      cl_examples=2400, cl_balance=True, cl_batch=16, cl_lr=1e-4),
     # the paper: bert-base-uncased, all pairs, ToolBench's recipe (needs a GPU)
     "paper": Setup("paper", base="bert-base-uncased", threads=0, de_epochs=5, de_max_len=256, de_warmup=500,
                    ce_neg=5, ce_max_len=256, cl_epochs=2),
@@ -86,55 +113,115 @@ def _sample(items: list, n: int, seed: int) -> list:
     return random.Random(seed).sample(items, n)
 
 
-def train_all(split: SeenUnseenSplit, setup: Setup, log=print) -> Models:
-    """Train (or load from the cache) the dual encoder, the reranker and the classifier."""
-    from toolkit.retrieval import build_retriever
-    set_threads(setup.threads)
-    params = {**setup.training_params(), "train_queries": len(split.train.queries),
+def model_root(split: SeenUnseenSplit, setup: Setup) -> Path:
+    """``cache_dir()/models/toolrerank/<profile>-<hash>``: the hash covers the split and the dual encoder; the
+    reranker and the classifier live in ``reranker-<hash>`` / ``classifier-<hash>`` below it."""
+    params = {**setup.stage_params("dual_encoder"), "train_queries": len(split.train.queries),
               "heldout": [split.heldout_categories, split.heldout_tools]}
-    root = model_dir(setup.profile, ".", params).resolve()
+    return model_dir(setup.profile, ".", params).resolve()
+
+
+def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_encoder", "reranker", "classifier")
+              ) -> Models:
+    """Train (or load from the cache) the dual encoder, the reranker and the classifier.
+
+    ``stages`` limits what is trained in this call (the others' directories are still returned),
+    so stages can run in parallel processes; the reranker needs a trained dual encoder."""
+    set_threads(setup.threads)
+    root = model_root(split, setup)
     steps = setup.max_steps or None
     stats: dict = {}
     train = split.train
     # 1. dual encoder
     t = time.perf_counter()
-    pairs = _sample(positive_pairs(train), setup.de_pairs, setup.seed)
-    de_path, stats["dual_encoder"] = train_dual_encoder(
-        pairs, root / "dual_encoder", base=setup.base, epochs=setup.de_epochs, batch_size=setup.de_batch,
-        lr=setup.lr, warmup_steps=setup.de_warmup, max_seq_length=setup.de_max_len, max_steps=steps,
-        seed=setup.seed, threads=setup.threads, log=log)
-    stats["dual_encoder"]["stage_wall_s"] = round(time.perf_counter() - t, 1)
-    # 2. hard negatives from the trained retriever, then the cross-encoder
+    if "dual_encoder" not in stages and "reranker" in stages and setup.ce_neg_source == "dpr" \
+            and not (root / "dual_encoder" / "final").is_dir():
+        raise RuntimeError("the reranker's hard negatives need the trained dual encoder: train it first")
+    if "dual_encoder" in stages:
+        pairs = _sample(positive_pairs(train), setup.de_pairs, setup.seed)
+        de_path, stats["dual_encoder"] = train_dual_encoder(
+            pairs, root / "dual_encoder", base=setup.base, epochs=setup.de_epochs, batch_size=setup.de_batch,
+            lr=setup.de_lr, warmup_steps=setup.de_warmup, max_seq_length=setup.de_max_len, max_steps=steps,
+            seed=setup.seed, threads=setup.threads, log=log)
+        _stage_wall(root / "dual_encoder", stats["dual_encoder"], t)
+    else:
+        de_path = root / "dual_encoder" / "final"
+    # 2. hard negatives from a retriever, then the cross-encoder
+    if "reranker" in stages:
+        ce_path, stats["reranker"] = _train_reranker(split, setup, root, de_path, steps, log)
+    else:
+        ce_path = root / setup.reranker_dir / "final"
+    # 3. classifier
     t = time.perf_counter()
+    if "classifier" in stages:
+        ex = classifier_examples(train)
+        if setup.cl_balance:
+            one = [e for e in ex if e[1] == 1]
+            many = [e for e in ex if e[1] == 0]
+            k = min(len(one), len(many), (setup.cl_examples or len(ex)) // 2)
+            ex = _sample(one, k, setup.seed + 2) + _sample(many, k, setup.seed + 3)
+        else:
+            ex = _sample(ex, setup.cl_examples, setup.seed + 2)
+        cl_path, stats["classifier"] = train_classifier(
+            ex, root / setup.classifier_dir, base=setup.base, epochs=setup.cl_epochs, batch_size=setup.cl_batch,
+            lr=setup.cl_lr, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)
+        _stage_wall(root / setup.classifier_dir, stats["classifier"], t)
+    else:
+        cl_path = root / setup.classifier_dir / "final"
+    for stage in ("dual_encoder", "reranker", "classifier"):
+        f = root / {"dual_encoder": "dual_encoder", "reranker": setup.reranker_dir,
+                    "classifier": setup.classifier_dir}[stage] / "final" / "train_stats.json"
+        if stage not in stats and f.is_file():
+            stats[stage] = json.loads(f.read_text())
+    # wall times of stages trained by scripts/train_toolrerank.py before they were written to train_stats.json
+    for tf in sorted(root.glob("timings-*.json")):
+        for stage, st in json.loads(tf.read_text()).get("stats", {}).items():
+            if stage in stats and "stage_wall_s" not in stats[stage] and "stage_wall_s" in st:
+                stats[stage]["stage_wall_s"] = st["stage_wall_s"]
+    return Models(de_path, ce_path, cl_path, root, stats)
+
+
+def _stage_wall(directory: Path, st: dict, t0: float) -> None:
+    """Record the wall time of a stage once, when it was trained (not when loaded from the cache)."""
+    if "stage_wall_s" not in st:
+        st["stage_wall_s"] = round(time.perf_counter() - t0, 1)
+        write_stats(directory, st)
+
+
+def _train_reranker(split, setup, root, de_path, steps, log):
+    from toolkit.retrieval import build_retriever
+    from .training import is_trained, read_stats
+    t = time.perf_counter()
+    out = root / setup.reranker_dir
+    if is_trained(out):
+        return out / "final", read_stats(out)
+    train = split.train
     ce_qids = _sample(sorted(train.queries), setup.ce_queries, setup.seed + 1)
     ce_ds = train.subset(ce_qids)
-    retr = build_retriever(f"dense:{de_path}", batch_size=64)
+    retr = build_retriever(f"dense:{de_path}" if setup.ce_neg_source == "dpr" else f"dense:{setup.base}", batch_size=64)
     ids, texts = ce_ds.doc_texts()
     retr.index(ids, texts)
     run = retr.search(ce_ds.query_texts(), k=setup.ce_depth)
     ranked = {q: sorted(r, key=lambda d: -r[d]) for q, r in run.items()}
     mine_s = time.perf_counter() - t
     ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed)
-    ce_path, stats["reranker"] = train_cross_encoder(
-        ce_pairs, root / "reranker", base=setup.base, epochs=setup.ce_epochs, batch_size=setup.ce_batch,
-        lr=setup.lr, max_length=setup.ce_max_len, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)
-    stats["reranker"]["hard_negative_mining_s"] = round(mine_s, 1)
-    stats["reranker"]["stage_wall_s"] = round(time.perf_counter() - t, 1)
-    # 3. classifier
-    t = time.perf_counter()
-    ex = _sample(classifier_examples(train), setup.cl_examples, setup.seed + 2)
-    cl_path, stats["classifier"] = train_classifier(
-        ex, root / "classifier", base=setup.base, epochs=setup.cl_epochs, batch_size=setup.cl_batch, lr=setup.lr,
-        max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)
-    stats["classifier"]["stage_wall_s"] = round(time.perf_counter() - t, 1)
-    return Models(de_path, ce_path, cl_path, root, stats)
+    ce_path, stats = train_cross_encoder(
+        ce_pairs, out, base=setup.base, epochs=setup.ce_epochs, batch_size=setup.ce_batch,
+        lr=setup.ce_lr, max_length=setup.ce_max_len, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)
+    stats = dict(stats)
+    stats["hard_negative_mining_s"] = round(mine_s, 1)
+    stats["stage_wall_s"] = round(time.perf_counter() - t, 1)
+    stats["negatives_from"] = setup.ce_neg_source
+    (out / "final" / "train_stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+    return ce_path, stats
 
 
 def load_models(models: Models, corpus_texts: dict[str, str], setup: Setup):
     """(retriever factory, reranker with its persisted scores, classifier)."""
     from toolkit.retrieval import build_retriever
     reranker = Reranker(models.reranker, corpus_texts, max_length=setup.ce_max_len)
-    reranker.load_memo(models.root / "reranker" / "scores.pkl")
+    for f in sorted(Path(models.reranker).parent.glob("scores*.pkl")):
+        reranker.load_memo(f)
     return (lambda: build_retriever(f"dense:{models.dual_encoder}", batch_size=64)), reranker, \
         QueryClassifier(models.classifier)
 
@@ -152,22 +239,42 @@ def eval_sets(split: SeenUnseenSplit, subset_queries: int, dev_queries: int, see
 TRANSFER_GROUPS = ["g1-instruction", "g2-instruction", "g3-instruction", "g1-tool", "g1-category", "g2-category"]
 
 
-def transfer_sets(n_per_group: int, corpus: str = "pool", seed: int = 0) -> dict[str, RetrievalDataset]:
-    """The six StableToolBench groups (``toolbench-<group>``), each a seeded sample (0 = all)."""
+def transfer_sets(n_per_group: int, corpus: str = "pool", seed: int = 0, sample_pools_only: bool = False
+                  ) -> dict[str, RetrievalDataset]:
+    """The six StableToolBench groups (``toolbench-<group>``), each a seeded sample (0 = all).
+
+    corpus ``pool``: the APIs of all the group's candidate pools (api_lists); ``library``: all 16k
+    APIs. ``sample_pools_only`` keeps only the pools of the sampled queries (smoke runs)."""
     from toolkit.data import load_dataset
-    return {f"toolbench-{g}": load_dataset(f"toolbench-{g}", corpus=corpus).sample(n_per_group or None, seed=seed)
-            for g in TRANSFER_GROUPS}
+    from toolkit.data.sources import data_file
+    from toolkit.data.toolbench import INSTRUCTION_FILES, instruction_queries, read_instruction_file
+    out = {}
+    for g in TRANSFER_GROUPS:
+        ds = load_dataset(f"toolbench-{g}", corpus=corpus).sample(n_per_group or None, seed=seed)
+        if sample_pools_only:
+            group = {x.lower().replace("_", "-"): x for x in INSTRUCTION_FILES_GROUPS}[g]
+            _, _, pools = instruction_queries(read_instruction_file(data_file(INSTRUCTION_FILES[f"stable/{group}"])),
+                                              group)
+            keep = {d for q in ds.queries for d in pools[q]}
+            ds = RetrievalDataset(ds.name, {d: doc for d, doc in ds.corpus.items() if d in keep}, ds.queries,
+                                  ds.qrels, ds.description + "; corpus = the sampled queries' pools")
+        out[f"toolbench-{g}"] = ds
+    return out
+
+
+INSTRUCTION_FILES_GROUPS = ["G1_instruction", "G1_tool", "G1_category", "G2_instruction", "G2_category",
+                            "G3_instruction"]
 
 
 def prescore(datasets: dict[str, RetrievalDataset], models: Models, setup: Setup, depth: int = 50, chunk: int = 20,
-             log=print) -> dict[str, float]:
+             log=print, tag: str = "") -> dict[str, float]:
     """Retrieve top-``depth`` with the trained DPR and have the reranker score them, saving the scores
     every ``chunk`` queries (so the notebook's later run, or a killed one, scores nothing twice)."""
     texts = {}
     for ds in datasets.values():
         texts.update({d: doc.text for d, doc in ds.corpus.items()})
     make_retriever, reranker, _ = load_models(models, texts, setup)
-    memo = models.root / "reranker" / "scores.pkl"
+    memo = Path(models.reranker).parent / f"scores{'-' + tag if tag else ''}.pkl"
     seconds = {}
     for name, ds in datasets.items():
         t = time.perf_counter()

@@ -15,7 +15,7 @@ from typing import Mapping
 
 from toolkit.data.contract import RetrievalDataset
 
-from .training import batches_no_duplicates, is_trained, read_stats, set_threads, train_loop
+from .training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
 
 
 def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]], n_neg: int = 3, depth: int = 30,
@@ -67,6 +67,7 @@ def train_cross_encoder(pairs: list[tuple[str, str, float]], out_dir: Path, base
                        checkpoint_every=checkpoint_every, save=lambda p: model.save(str(p)), log=log, seed=seed)
     stats.update(epochs=epochs, batch_size=batch_size, max_length=max_length, base=base, train_pairs=len(pairs),
                  positives=int(sum(lab for _, _, lab in pairs)))
+    write_stats(out_dir, stats)
     return out_dir / "final", stats
 
 

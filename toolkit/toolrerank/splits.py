@@ -165,3 +165,42 @@ def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 
     return SeenUnseenSplit(train_ds,
                            train.subset(dev_ids, name="toollens-dev"), pool, h_cats, h_tools,
                            subsets, dict(unassigned))
+
+
+RELEASE_GROUPS = {"I1-Inst": "G1_instruction", "I2-Inst": "G2_instruction", "I3-Inst": "G3_instruction",
+                  "I1-Tool": "G1_tool", "I1-Cat": "G1_category", "I2-Cat": "G2_category"}
+
+
+def release_split(release_dir: str, dev_size: int = 600, seed: int = 0, test: RetrievalDataset | None = None
+                  ) -> SeenUnseenSplit:
+    """The paper's own protocol, for users with ToolBench's data release (``paper`` profile).
+
+    Training queries: ``<release_dir>/G{1,2,3}/`` (``train.query.txt``, ``qrels.train.tsv``,
+    ``corpus.tsv``; ToolBench already removed the unseen tools and categories from them), documents
+    re-keyed to ``<category>/<tool>/<api>`` so the three corpora merge; dev = ``dev_size`` of them.
+    Test: the six StableToolBench groups over the whole library (``test``, default
+    ``load_dataset("toolbench-all", corpus="library")``), subsets named as the paper's.
+    """
+    from pathlib import Path
+
+    from toolkit.data import load_dataset, load_retrieval_dir
+    corpus: dict[str, Document] = {}
+    queries, qrels = {}, {}
+    for g in ("G1", "G2", "G3"):
+        ds = load_retrieval_dir(Path(release_dir) / g, "train", name=f"release-{g}-train")
+        for d in ds.corpus.values():
+            key = d.meta.get("api_key", d.doc_id)
+            corpus.setdefault(key, Document(key, d.category, d.tool, d.api, d.text, d.meta))
+        for q, rel in ds.qrels.items():
+            qid = f"{g}/{q}"
+            queries[qid] = ds.queries[q].__class__(qid, ds.queries[q].text, g)
+            qrels[qid] = {ds.corpus[d].meta.get("api_key", d): r for d, r in rel.items()}
+    full = RetrievalDataset("toolbench-release-train", corpus, queries, qrels)
+    rng = random.Random(seed)
+    dev_ids = sorted(rng.sample(sorted(queries), min(dev_size, len(queries))))
+    dev_set = set(dev_ids)
+    train = full.subset([q for q in sorted(queries) if q not in dev_set], name="toolbench-release-train")
+    dev = full.subset(dev_ids, name="toolbench-release-dev")
+    pool = test if test is not None else load_dataset("toolbench-all", corpus="library")
+    subsets = {name: [q for q in pool.queries if q.split("/")[0] == grp] for name, grp in RELEASE_GROUPS.items()}
+    return SeenUnseenSplit(train, dev, pool, [], [], subsets, {})

@@ -50,6 +50,10 @@ def read_stats(directory: Path) -> dict:
     return json.loads((Path(directory) / "final" / "train_stats.json").read_text())
 
 
+def write_stats(directory: Path, stats: dict) -> None:
+    (Path(directory) / "final" / "train_stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+
+
 def set_threads(n: int | None) -> None:
     if n:
         import torch
@@ -131,7 +135,7 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         done_pairs += len(batch)
         now = spent + time.perf_counter() - t0
         if log and ((step + 1) % log_every == 0 or step + 1 == total):

@@ -1,0 +1,367 @@
+"""ToolRerank components on hand-built cases, including the paper's case studies (Figures 3 and 4)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toolkit.data.contract import Document, Query, RetrievalDataset
+from toolkit.toolrerank.hierarchy import connected_components, extend_unseen, har_multi, har_single
+from toolkit.toolrerank.pipeline import Candidates, ToolRerankConfig, evaluate_method, grid_search, method_lists
+from toolkit.toolrerank.splits import make_split, seen_tools
+from toolkit.toolrerank.training import batches_no_duplicates, model_dir, params_hash
+from toolkit.toolrerank.truncation import adaptive_truncate
+
+TOOL = lambda d: d.split(":")[0]  # noqa: E731  ids are "<tool>:<api>"
+
+
+# --- Adaptive Truncation ------------------------------------------------------------------------
+def test_adaptive_truncation_keeps_seen_up_to_ms_unseen_up_to_mu():
+    C = ["s:1", "u:1", "s:2", "u:2", "s:3", "u:3"]
+    assert adaptive_truncate(C, TOOL, {"s"}, m_s=2, m_u=5) == ["s:1", "u:1", "u:2"]
+    assert adaptive_truncate(C, TOOL, {"s"}, m_s=6, m_u=1) == ["s:1", "s:2", "s:3"]
+    assert adaptive_truncate(C, TOOL, {"s"}, m_s=3, m_u=3) == C[:3]          # m_s = m_u: plain Rerank-m
+    assert adaptive_truncate(C, TOOL, set(), m_s=0, m_u=4) == C[:4]          # nothing seen
+    with pytest.raises(ValueError):
+        adaptive_truncate(C, TOOL, set(), -1, 3)
+
+
+# --- Algorithm 1 ----------------------------------------------------------------------------------
+def test_har_single_threshold_and_fallback_to_r1():
+    R = ["a:1", "b:1", "a:2", "c:1", "b:2"]
+    s = {"a:1": 0.95, "b:1": 0.9, "a:2": 0.5, "c:1": 0.4, "b:2": 0.3}
+    assert har_single(R, s, TOOL, tau_s=0.85) == ["a:1", "b:1", "a:2", "b:2", "c:1"]   # X = {a, b}
+    assert har_single(R, s, TOOL, tau_s=0.92) == ["a:1", "a:2", "b:1", "c:1", "b:2"]   # X = {a}
+    low = {k: v / 10 for k, v in s.items()}                                            # nobody > tau_s:
+    assert har_single(R, low, TOOL, tau_s=0.85) == ["a:1", "a:2", "b:1", "c:1", "b:2"]  # r_1's tool only
+    assert har_single([], {}, TOOL, 0.5) == []
+
+
+FIG3_TOP = ["IMDB_API:/get_movies_by_director", "IMDB_API:/get_movies_by_cast_name", "IMDB_API:/get_movies_by_name",
+            "MoviesDatabase:/titles/{id}/ratings", "List Movies v3:List Movies"]
+FIG3_YEAR = "IMDB_API:/get_movies_by_year"
+
+
+def _fig3():
+    """Rerank-50's list of Figure 3: IMDB_API's /get_movies_by_year at rank 22, fillers of other tools."""
+    R = FIG3_TOP + [f"Other{i}:api" for i in range(6, 22)] + [FIG3_YEAR]
+    assert R.index(FIG3_YEAR) + 1 == 22
+    # scores implied by the figure: only r_1 is confidently positive (> tau_s = 0.85), order = R's
+    s = {d: 0.97 - 0.04 * i for i, d in enumerate(R)}
+    s[FIG3_YEAR] = 0.05
+    assert sorted(R, key=lambda d: -s[d]) == R
+    return R, s
+
+
+def test_figure3_single_tool_case_study():
+    R, s = _fig3()
+    F = har_single(R, s, TOOL, tau_s=0.85)
+    assert F[:5] == FIG3_TOP[:3] + [FIG3_YEAR, "MoviesDatabase:/titles/{id}/ratings"]   # as printed
+    assert F.index(FIG3_YEAR) + 1 == 4
+
+
+def test_figure3_with_extended_list_when_the_gold_api_is_outside_T():
+    """I1-Cat is unseen: with m_u = 10, /get_movies_by_year (rank 22) is outside T; the extended list
+    fetches every IMDB_API API from the library and the reranker puts it 4th again."""
+    R, s = _fig3()
+    T = R[:10]
+    library = {"IMDB_API": [FIG3_YEAR] + FIG3_TOP[:3]}
+    scored = []
+
+    def score_fn(ids):
+        scored.extend(ids)
+        return {d: s[d] for d in ids}
+
+    F = har_single(T, {d: s[d] for d in T}, TOOL, 0.85, extend=extend_unseen(seen_tools=set()),
+                   library_apis=lambda t: library.get(t, []), score_fn=score_fn)
+    assert scored == [FIG3_YEAR]
+    assert F[:5] == FIG3_TOP[:3] + [FIG3_YEAR, "MoviesDatabase:/titles/{id}/ratings"]
+    # IMDB_API seen and extension only for unseen tools: no change
+    F = har_single(T, {d: s[d] for d in T}, TOOL, 0.85, extend=extend_unseen(seen_tools={"IMDB_API"}),
+                   library_apis=lambda t: library.get(t, []), score_fn=score_fn)
+    assert FIG3_YEAR not in F
+
+
+def test_extended_list_is_reranked_by_score():
+    R = ["a:1", "b:1"]
+    s = {"a:1": 0.6, "b:1": 0.5}
+    F = har_single(R, s, TOOL, 0.9, extend=lambda t: True, library_apis=lambda t: ["a:1", "a:2", "a:3"],
+                   score_fn=lambda ids: {"a:2": 0.99, "a:3": 0.1})
+    assert F == ["a:2", "a:1", "a:3", "b:1"]
+    with pytest.raises(ValueError):
+        har_single(R, s, TOOL, 0.9, extend=lambda t: True, library_apis=lambda t: ["a:9"])
+
+
+# --- Algorithm 2 ----------------------------------------------------------------------------------
+FIG4_R = ["SEO Checker:Analyze", "QR Code API v33:QR code image", "QR code generator with multiple datatypes:getQrcode",
+          "QRLink API:URL to QR code", "QRickit QR Code QReator:Generate a QR Code image",
+          "QR Code API v6:QR Code Image Generator", "QR Code Generator API v6:QR Code Image Generator",
+          "Variable Size QR Code API:QR Code Image", "SEO Checker:Analyze V2"]
+
+
+def test_figure4_multi_tool_case_study():
+    s = {d: 0.99 - 0.05 * i for i, d in enumerate(FIG4_R)}
+    qr = set(FIG4_R[1:8])
+    sim = lambda a, b: 0.9 if (a in qr and b in qr) else 0.2  # noqa: E731  QR-code APIs are near-duplicates
+    F = har_multi(FIG4_R, s, TOOL, sim, tau_m=0.7, n=3)
+    assert F[:5] == FIG4_R[:4] + ["SEO Checker:Analyze V2"]            # as printed
+    assert F.index("SEO Checker:Analyze V2") + 1 == 5                   # was 9th in Rerank-50
+    assert F[5:] == FIG4_R[4:8]
+    # with tau_m above every similarity each QR API is its own component: nothing moves
+    assert har_multi(FIG4_R, s, TOOL, sim, tau_m=0.95, n=3) == FIG4_R
+
+
+def test_har_multi_components_and_n():
+    R = ["a:1", "a:2", "a:3", "b:1", "c:1"]
+    s = {"a:1": 0.9, "a:2": 0.8, "a:3": 0.7, "b:1": 0.6, "c:1": 0.5}
+    no_sim = lambda a, b: 0.0  # noqa: E731
+    assert har_multi(R, s, TOOL, no_sim, 0.7, n=1) == ["a:1", "b:1", "c:1", "a:2", "a:3"]
+    assert har_multi(R, s, TOOL, no_sim, 0.7, n=2) == ["a:1", "a:2", "b:1", "c:1", "a:3"]
+    # b and c similar: one component {b, c}; with n = 1 only b (better score) goes to F1
+    sim = lambda x, y: 0.8 if {x, y} == {"b:1", "c:1"} else 0.0  # noqa: E731
+    assert har_multi(R, s, TOOL, sim, 0.7, n=1) == ["a:1", "b:1", "a:2", "a:3", "c:1"]
+    # the best-scored members are kept even when R is not sorted by score
+    assert har_multi(["a:2", "a:1"], s, TOOL, no_sim, 0.7, n=1) == ["a:1", "a:2"]
+    with pytest.raises(ValueError):
+        har_multi(R, s, TOOL, no_sim, 0.7, n=0)
+
+
+def test_connected_components_transitive():
+    edges = {(0, 2), (2, 4)}
+    comps = connected_components(list("abcde"), lambda i, j: (i, j) in edges)
+    assert comps == [[0, 2, 4], [1], [3]]
+
+
+# --- pipeline on a hand-built dataset -------------------------------------------------------------
+def _dataset():
+    docs = {}
+    for cat, tool, apis in [("C1", "t1", 3), ("C1", "t2", 1), ("C2", "t3", 2), ("C2", "t4", 1)]:
+        for a in range(apis):
+            d = f"{tool}_{a}"
+            docs[d] = Document(d, cat, tool, f"api{a}", f"{tool} api {a}")
+    queries = {"q1": Query("q1", "one tool"), "q2": Query("q2", "two tools")}
+    qrels = {"q1": {"t1_0": 1, "t1_2": 1}, "q2": {"t2_0": 1, "t3_1": 1}}
+    return RetrievalDataset("toy", docs, queries, qrels)
+
+
+def _candidates(single_pred):
+    ds = _dataset()
+    ranked = {"q1": ["t1_0", "t3_0", "t2_0", "t4_0", "t3_1", "t1_1"],          # t1_2 is outside C
+              "q2": ["t3_0", "t3_1", "t2_0", "t1_0", "t1_1", "t4_0"]}
+    scores = {"q1": {"t1_0": 0.95, "t3_0": 0.7, "t2_0": 0.6, "t4_0": 0.3, "t3_1": 0.2, "t1_1": 0.1},
+              "q2": {"t3_0": 0.9, "t3_1": 0.8, "t2_0": 0.5, "t1_0": 0.4, "t1_1": 0.3, "t4_0": 0.2}}
+    ids = list(ds.corpus)
+    emb = np.eye(len(ids), dtype=np.float32)
+    extra = {("one tool", "t1_2"): 0.9}
+    calls = []
+
+    def score_fn(q, ids_):
+        calls.append(tuple(ids_))
+        return {d: extra.get((q, d), 0.0) for d in ids_}
+
+    c = Candidates(ds, ranked, scores, seen={"C1/t1", "C1/t2"}, single_pred=single_pred,
+                   doc_index={d: i for i, d in enumerate(ids)}, doc_emb=emb, score_fn=score_fn)
+    return c, calls
+
+
+def test_pipeline_methods():
+    c, calls = _candidates({"q1": True, "q2": False})
+    lists = method_lists(c, "dpr")
+    assert lists["q1"][0] == "t1_0"
+    assert method_lists(c, "rerank-3")["q1"] == ["t1_0", "t3_0", "t2_0"]
+    # seen t1/t2 truncated at m_s = 1 -> T(q1) = [t1_0, t3_0, t4_0, t3_1]; Alg. 1 with X = {t1}; t1 is seen,
+    # so no extension by default
+    cfg = ToolRerankConfig(m_s=1, m_u=6, tau_s=0.9)
+    assert method_lists(c, cfg)["q1"] == ["t1_0", "t3_0", "t4_0", "t3_1"]
+    # extension for seen tools brings t1_2 (outside C) and t1_1 back, reranked by score
+    got = method_lists(c, ToolRerankConfig(m_s=1, m_u=6, tau_s=0.9, extend_seen=True))["q1"]
+    assert got == ["t1_0", "t1_2", "t1_1", "t3_0", "t4_0", "t3_1"]
+    assert calls == [("t1_2",)]                     # t1_1 was already scored (it is in C)
+    # q2 multi-tool: unit embeddings -> components = tools; n = 1 keeps t3_0, t2_0, t1_0, t4_0
+    got = method_lists(c, ToolRerankConfig(m_s=6, m_u=6, n=1))["q2"]
+    assert got == ["t3_0", "t2_0", "t1_0", "t4_0", "t3_1", "t1_1"]
+    m = evaluate_method(c, "rerank-3")
+    assert m["recall@5"] == pytest.approx((0.5 + 1.0) / 2)
+    # oracle HAR uses the gold number of tools
+    assert method_lists(c, ToolRerankConfig(har="oracle", m_s=6, m_u=6, n=1))["q2"] == got
+
+
+def test_grid_search_decomposes_exactly():
+    c, _ = _candidates({"q1": True, "q2": False})
+    grid = {"m_s": [1, 6], "m_u": [6], "tau_s": [0.5, 0.9], "tau_m": [0.7], "n": [1, 2]}
+    best, table = grid_search(c, grid)
+    assert len(table) == 2
+    # brute force over the full grid gives the same best value
+    import itertools
+    brute = max(evaluate_method(c, ToolRerankConfig(m_s=a, m_u=b, tau_s=ts, tau_m=tm, n=n))["recall@5"]
+                for a, b, ts, tm, n in itertools.product(*grid.values()))
+    assert evaluate_method(c, best)["recall@5"] == pytest.approx(brute)
+    with pytest.raises(ValueError):
+        ToolRerankConfig(har="sometimes")
+
+
+# --- split ----------------------------------------------------------------------------------------
+def _toy_split_data():
+    docs = {}
+    for c in range(4):
+        for t in range(5):
+            d = f"c{c}t{t}"
+            docs[d] = Document(d, f"cat{c}", f"tool{c}_{t}", "api", d)
+    qs, qrels = {}, {}
+    i = 0
+    for c in range(4):
+        for t in range(5):
+            for _ in range(3):
+                qs[f"q{i}"] = Query(f"q{i}", f"single {c} {t} {i}")
+                qrels[f"q{i}"] = {f"c{c}t{t}": 1}
+                i += 1
+            qs[f"q{i}"] = Query(f"q{i}", f"multi {c} {t}")
+            qrels[f"q{i}"] = {f"c{c}t{t}": 1, f"c{c}t{(t + 1) % 5}": 1}
+            i += 1
+            qs[f"q{i}"] = Query(f"q{i}", f"cross {c} {t}")
+            qrels[f"q{i}"] = {f"c{c}t{t}": 1, f"c{(c + 1) % 4}t{t}": 1}
+            i += 1
+    ids = sorted(qs, key=lambda q: int(q[1:]))
+    tr = RetrievalDataset("tr", docs, {q: qs[q] for q in ids[::2]}, {q: qrels[q] for q in ids[::2]})
+    te = RetrievalDataset("te", docs, {q: qs[q] for q in ids[1::2]}, {q: qrels[q] for q in ids[1::2]})
+    return tr, te
+
+
+def test_make_split_holds_out_tools_and_categories():
+    tr, te = _toy_split_data()
+    sp = make_split(tr, te, dev_size=4, n_heldout_categories=1, heldout_tool_frac=0.2, min_category_single=1, seed=1)
+    assert len(sp.heldout_categories) == 1 and len(sp.heldout_tools) == 3
+    seen = seen_tools(sp.train)
+    hc = set(sp.heldout_categories)
+    assert not any(t.split("/")[0] in hc or t in sp.heldout_tools for t in seen)
+    assert not set(sp.dev.queries) & set(sp.train.queries)
+    assert not set(sp.dev.queries) & set(sp.pool.queries)
+    assert len(sp.train.queries) + len(sp.dev.queries) + len(sp.pool.queries) == len(tr.queries) + len(te.queries)
+    for q in sp.subsets["I1-Cat"] + sp.subsets["I2-Cat"]:
+        assert all(sp.pool.corpus[d].category in hc for d in sp.pool.qrels[q])
+    for q in sp.subsets["I1-Tool"]:
+        (d,) = sp.pool.qrels[q]
+        assert f"{sp.pool.corpus[d].category}/{sp.pool.corpus[d].tool}" in sp.heldout_tools
+    for name in ("I1-Inst", "I2-Inst", "I3-Inst"):
+        assert sp.subsets[name] and all(q in te.queries for q in sp.subsets[name])
+        for q in sp.subsets[name]:
+            assert {f"{sp.pool.corpus[d].category}/{sp.pool.corpus[d].tool}" for d in sp.pool.qrels[q]} <= seen
+    # deterministic
+    sp2 = make_split(tr, te, dev_size=4, n_heldout_categories=1, heldout_tool_frac=0.2, min_category_single=1, seed=1)
+    assert sp2.subsets == sp.subsets and sp2.heldout_tools == sp.heldout_tools
+
+
+# --- training helpers -----------------------------------------------------------------------------
+def test_batches_have_no_duplicate_keys_and_keep_every_item():
+    items = [("q1", "d1"), ("q1", "d2"), ("q2", "d1"), ("q3", "d3"), ("q4", "d4")]
+    batches = batches_no_duplicates(items, 3, seed=0)
+    assert sorted(x for b in batches for x in b) == sorted(items)
+    for b in batches:
+        keys = [k for it in b for k in it]
+        assert len(keys) == len(set(keys)) and len(b) <= 3
+    assert batches == batches_no_duplicates(items, 3, seed=0)
+
+
+def test_model_dir_hash(tmp_path):
+    a = model_dir("smoke", "x", {"lr": 2e-5, "n": 1}, root=tmp_path)
+    b = model_dir("smoke", "x", {"n": 1, "lr": 2e-5}, root=tmp_path)
+    assert a == b and (a / "params.json").is_file()
+    assert params_hash({"lr": 1e-5}) != params_hash({"lr": 2e-5})
+
+
+def test_train_loop_resumes_from_checkpoint(tmp_path):
+    torch = pytest.importorskip("torch")
+    from toolkit.toolrerank.training import train_loop
+
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Linear(2, 1)
+
+    data = [[(1.0, 2.0, 1.0)], [(0.5, -1.0, 0.0)], [(2.0, 0.0, 1.0)], [(0.0, 1.0, 0.0)]]
+
+    def loss_for(m):
+        return lambda b: ((m(torch.tensor([[x, y] for x, y, _ in b])).squeeze(-1)
+                           - torch.tensor([t for *_, t in b])) ** 2).mean()
+
+    full = make()
+    train_loop(full, loss_for(full), data, tmp_path / "full", lr=0.1, checkpoint_every=2, log=None)
+    # interrupted after step 2 (checkpoint written), then resumed
+    part = make()
+    with pytest.raises(RuntimeError):
+        def boom(b, _n=[0], _f=loss_for(part)):
+            _n[0] += 1
+            if _n[0] == 3:
+                raise RuntimeError("killed")
+            return _f(b)
+        train_loop(part, boom, data, tmp_path / "part", lr=0.1, checkpoint_every=2, log=None)
+    resumed = make()
+    stats = train_loop(resumed, loss_for(resumed), data, tmp_path / "part", lr=0.1, checkpoint_every=2, log=None)
+    assert stats["resumed_from_step"] == 2 and stats["steps"] == 4
+    for p, q in zip(full.parameters(), resumed.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
+# --- analysis, tables, profiles -------------------------------------------------------------------
+def test_coverage_statistics_and_proxy():
+    from toolkit.toolrerank import analysis
+    c, _ = _candidates({"q1": True, "q2": False})
+    # gold: q1 {t1_0 (rank 1), t1_2 (not retrieved)}, q2 {t2_0 (rank 3), t3_1 (rank 2)}
+    assert analysis.gold_in_top({"x": c}, 2) == pytest.approx(2 / 4)
+    assert analysis.gold_in_top({"x": c}, 10) == pytest.approx(3 / 4)
+    cfg = ToolRerankConfig(m_s=1, m_u=6)
+    out = analysis.gold_outside_truncation({"x": c}, cfg)
+    # seen tools t1, t2: gold t1_0 (in T), t1_2 (outside), t2_0 (rank 3 > m_s: outside); unseen t3: t3_1 in T
+    assert out["seen"] == pytest.approx(2 / 3) and out["unseen"] == 0.0
+    assert analysis.outside_T_sharing_tool({"x": c}, cfg) == 1      # t1_2 shares t1 with t1_0 in T
+    assert analysis.all_gold_in_top(c, "rerank-6", k=5) == pytest.approx(1 / 2)
+    text = analysis.format_case(c, "q2", "rerank-6", ToolRerankConfig(m_s=6, m_u=6, n=1), top=2)
+    assert text.startswith("Query: two tools") and "Reranking results (ToolRerank):" in text
+    hit = analysis.find_case(c, "rerank-6", ToolRerankConfig(m_s=6, m_u=6, n=1), top=2)
+    assert hit is None            # t2_0 moves up to 2 but pushes gold t3_1 out of the top 2: not a clean lift
+    cfg1 = ToolRerankConfig(m_s=6, m_u=6, tau_s=0.9, extend_seen=True)
+    hit = analysis.find_case(c, "rerank-6", cfg1, top=2, single=True)
+    assert hit == {"qid": "q1", "doc": "t1_2", "baseline_rank": 10 ** 6, "toolrerank_rank": 2}
+    assert "(not in the list: Tool: t1, API: api2)" in analysis.format_case(c, "q1", "rerank-6", cfg1, top=2)
+    curves = analysis.recall_vs_candidates({"x": c}, [1, 6])
+    assert curves["x"][1] == pytest.approx((0.5 + 0.0) / 2) and "dpr" in curves["x"]
+
+
+def test_tables_averages_and_keys():
+    from toolkit.toolrerank import tables
+    vals = {n: {"recall@5": v} for n, v in zip(["I1-Inst", "I2-Inst", "I3-Inst", "I1-Tool", "I1-Cat", "I2-Cat"],
+                                               [0.9, 0.8, 0.7, 0.6, 0.5, 0.4])}
+    tables.add_averages(vals, ["seen-avg", "unseen-avg", "all-avg", "single-avg", "multi-avg"])
+    assert vals["seen-avg"]["recall@5"] == pytest.approx(0.8)
+    assert vals["single-avg"]["recall@5"] == pytest.approx((0.9 + 0.6 + 0.5) / 3)
+    assert vals["all-avg"]["recall@5"] == pytest.approx(0.65)
+    assert tables.dataset_key("I1-Cat") == "toolbench-g1-category" and tables.dataset_key("all-avg") == "all-avg"
+
+
+def test_profiles_hash_only_training_parameters():
+    from toolkit.toolrerank.experiment import PROFILES, Setup
+    assert set(PROFILES) == {"smoke", "standard", "paper"}
+    p = Setup().training_params()
+    assert "profile" not in p and "threads" not in p and "ce_neg_source" in p
+    assert Setup(ce_neg_source="base").reranker_dir != Setup().reranker_dir
+    assert PROFILES["paper"].base == "bert-base-uncased"
+
+
+def test_release_split_reads_toolbench_release_format(tmp_path):
+    import json as _json
+    from toolkit.toolrerank.splits import release_split
+    for g, n in [("G1", 2), ("G2", 1), ("G3", 1)]:
+        d = tmp_path / g
+        d.mkdir()
+        rows = ["docid\tdocument_content"]
+        for i in range(2):
+            rows.append(f"{i}\t" + _json.dumps({"category_name": "Data", "tool_name": f"Tool {g}", "api_name": f"api {i}",
+                                                "api_description": "x"}))
+        (d / "corpus.tsv").write_text("\n".join(rows) + "\n")
+        (d / "train.query.txt").write_text("".join(f"{k}\tquery {g} {k}\n" for k in range(n)))
+        (d / "qrels.train.tsv").write_text("".join(f"{k}\t0\t{k % 2}\t1\n" for k in range(n)))
+    test = _dataset()
+    test = RetrievalDataset("t", test.corpus, {"G1_tool/1": Query("G1_tool/1", "x", "G1_tool")},
+                            {"G1_tool/1": {"t1_0": 1}})
+    sp = release_split(str(tmp_path), dev_size=1, seed=0, test=test)
+    assert len(sp.train.queries) == 3 and len(sp.dev.queries) == 1
+    assert "Data/tool_g2/api_0" in sp.train.corpus          # re-keyed to <category>/<tool>/<api>
+    assert sp.subsets["I1-Tool"] == ["G1_tool/1"] and sp.subsets["I1-Inst"] == []

@@ -94,6 +94,8 @@ def main(argv=None) -> int:
     ap.add_argument("--parallel", type=int, default=None, help=f"n_parallel of the default variant ({DEFAULT_PARALLEL})")
     ap.add_argument("--variants", nargs="+", default=["naive", "prefix", "default"], choices=list(VARIANTS))
     ap.add_argument("--out", default=None, help="write the full results (with outputs) as JSON")
+    ap.add_argument("--reference", default=None, help="a previous --out file: compare outputs with its first "
+                    "variant (e.g. naive) instead of running it again")
     args = ap.parse_args(argv)
 
     queries = [q for _, q in toole_multi_queries()[: args.n]]
@@ -102,14 +104,20 @@ def main(argv=None) -> int:
     print(f"model={args.model} n={len(prompts)} threads={threads} cpus={os.cpu_count()} "
           f"sampling={INTENTS.sampling.key()}", file=sys.stderr)
     results = [run_variant(v, args.model, prompts, threads, args.parallel) for v in args.variants]
-    ref = results[0]["outputs"]
+    base_run = results[0]
+    if args.reference:
+        prev = json.loads(Path(args.reference).read_text())["results"][0]
+        if prev["n"] != len(prompts):
+            raise SystemExit(f"reference has n={prev['n']}, this run n={len(prompts)}")
+        base_run = {**prev, "variant": prev["variant"] + " (reference run)"}
+    ref, ref_name = base_run["outputs"], base_run["variant"]
+    key = "identical_to_reference"
     for r in results:
-        r["identical_to_" + results[0]["variant"]] = sum(a == b for a, b in zip(r["outputs"], ref))
+        r[key] = sum(a == b for a, b in zip(r["outputs"], ref))
         r["parsed_nonempty"] = sum(bool(parsers.parse_intents(o)) for o in r["outputs"])
-    base = results[0]["generations_per_minute"]
-    key = "identical_to_" + results[0]["variant"]
-    print(f"\n| variant | n_parallel | prefix reuse | threads | s | gen/min | speed-up | prompt tok computed | "
-          f"prompt tok reused | identical to {results[0]['variant']} | load avg |")
+    base = base_run["generations_per_minute"]
+    print(f"\n| variant | n_parallel | prefix reuse | threads | s | gen/min | speed-up vs {ref_name} | "
+          f"prompt tok computed | prompt tok reused | identical to {ref_name} | load avg |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['variant']} | {r['n_parallel']} | {'yes' if r['prompt_cache'] else 'no'} | {r['threads']} | "

@@ -189,7 +189,7 @@ t = time.perf_counter()
 tcands = {name: candidates(ds, make_retriever(), reranker, seen, classifier, depth=depth, log=None)
           for name, ds in transfer.items()}
 stage_s["evaluate ToolBench transfer"] = time.perf_counter() - t
-reranker.save_memo(models.root / "reranker" / "scores-notebook.pkl")
+reranker.save_memo(models.reranker.parent / "scores-notebook.pkl")
 pd.DataFrame({name: c.timings for name, c in {**{"dev": dev}, **cands, **tcands}.items()}).T.round(1)
 """)
 

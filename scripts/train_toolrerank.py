@@ -31,9 +31,16 @@ def main() -> None:
     ap.add_argument("--prescore", default="toollens,transfer", help="toollens, transfer, both or none")
     ap.add_argument("--only", default="", help="comma list of set names to pre-score (dev, I1-Inst, ..., toolbench-g1-tool)")
     ap.add_argument("--sizes", default="", help="override EVAL_SIZES: subset,dev,transfer (must match the notebook's)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a Setup field of the profile, e.g. --set ce_rounds=2")
     ap.add_argument("--tag", default="", help="suffix of this process's score file (parallel runs)")
     args = ap.parse_args()
     setup = PROFILES[args.profile]
+    if args.set:
+        import ast
+        from dataclasses import replace
+        over = {k: ast.literal_eval(v) for k, v in (x.split("=", 1) for x in args.set)}
+        setup = replace(setup, **over)
     t0 = time.time()
     split = make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=setup.dev_size,
                        n_heldout_categories=setup.n_heldout_categories, heldout_tool_frac=setup.heldout_tool_frac,

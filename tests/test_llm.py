@@ -515,6 +515,8 @@ def test_committed_reinvoke_intents_replay_all_497():
     empty = [qid for (qid, _), p in zip(queries, parsed) if not p]
     assert not empty, f"{len(empty)} answers parse to no intent: {empty[:5]}"
     assert sum(len(p) > 1 for p in parsed) > 100          # multi-tool queries: many have several intents
+    # Qwen answers one intent per line: the parser must keep every line
+    assert all(p == [x.strip() for x in a[0].split("\n") if x.strip()] for p, a in zip(parsed, answers))
 
 
 def test_cli_module_entry_point_runs():

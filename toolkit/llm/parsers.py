@@ -23,8 +23,20 @@ _PREAMBLE = re.compile(r"^\s*(?:sure|certainly|of course|okay|ok|absolutely|grea
                        r"below\s+(?:is|are)|the\s+following|the\s+(?:extracted\s+|underlying\s+|user'?s?\s+)*"
                        r"(?:intents?|intentions?|apis?|descriptions?)\s+(?:is|are)|based\s+on|i\s+(?:have|can|will|'ve)|"
                        r"to\s+(?:address|handle|fulfill)\s+(?:this|the|your))\b", re.I)
-_EXPLANATION = re.compile(r"^\s*(?:these|this|note|notes|explanation|each\s+of|i\s+hope|hope\s+this|let\s+me|"
-                          r"if\s+you|feel\s+free|please\s+note|in\s+summary|overall|by\s+using|with\s+these)\b", re.I)
+_EXPLANATION_ALWAYS = re.compile(r"^\s*(?:note|notes|explanation|please\s+note|in\s+summary|overall|to\s+summarize)\b",
+                                 re.I)
+_EXPLANATION_START = re.compile(r"^\s*(?:these|this|each\s+of|i\s+hope|hope\s+this|let\s+me|if\s+you|feel\s+free|"
+                                r"by\s+using|with\s+these|i\s+have|i've)\b", re.I)
+_EXPLANATION_TOPIC = re.compile(r"\b(?:intents?|apis?|descriptions?|list|above|query|queries|request|tools?|help|"
+                                r"helps|assist|questions?|further|anything\s+else|clarif\w*)\b", re.I)
+
+
+def _is_explanation(item: str) -> bool:
+    """A closing remark about the list ("These APIs will help ...", "Note: ...", "I hope this
+    helps!"), as opposed to an item that merely starts with such a word ("let me know if it rains")."""
+    return bool(_EXPLANATION_ALWAYS.match(item)) or bool(_EXPLANATION_START.match(item) and _EXPLANATION_TOPIC.search(item))
+
+
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019"
 
 
@@ -73,7 +85,7 @@ def parse_lines(text: str, max_items: int | None = None, stop_prefixes: tuple[st
         item = clean_item(line)
         if not items and _is_preamble(line, item):
             continue
-        if items and _EXPLANATION.match(item) and not _MARKER.match(line):
+        if items and _is_explanation(item) and not _MARKER.match(line):
             break                                       # closing explanation after the list
         if not item or re.fullmatch(r"[\W_]+", item):
             continue
@@ -155,7 +167,7 @@ def parse_synthetic_query(text: str) -> str:
             continue
         q = " ".join(clean_item(ln) for ln in lines).strip()
         q = re.sub(r"^(?:the\s+relevant\s+query\s+is|user\s+query|query)\s*:\s*", "", q, flags=re.I).strip(_QUOTES + " ")
-        if not q or (_EXPLANATION.match(q) and paras.index(p) > 0):
+        if not q or (_is_explanation(q) and paras.index(p) > 0):
             continue
         return q
     return ""

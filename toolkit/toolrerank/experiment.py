@@ -53,6 +53,8 @@ class Setup:
     ce_batch: int = 32
     ce_max_len: int = 256
     ce_lr: float = 2e-5
+    ce_rounds: int = 1               # >1: continue training the previous round's reranker on a fresh query sample
+                                     # with negatives from the trained DPR
     # classifier
     cl_examples: int = 0             # 0 = all training queries
     cl_balance: bool = False         # equal numbers of single- and multi-tool training queries
@@ -66,6 +68,8 @@ class Setup:
         common = {k: d[k] for k in SPLIT_FIELDS}
         own = {k: v for k, v in d.items() if k.startswith({"dual_encoder": "de_", "reranker": "ce_",
                                                             "classifier": "cl_"}[stage])}
+        if own.get("ce_rounds") == 1:
+            own.pop("ce_rounds")     # the default: keeps cache keys of one-round rerankers stable
         return {**common, **own}
 
     def training_params(self) -> dict:
@@ -189,6 +193,8 @@ def _stage_wall(directory: Path, st: dict, t0: float) -> None:
 
 
 def _train_reranker(split, setup, root, de_path, steps, log):
+    from dataclasses import replace
+
     from toolkit.retrieval import build_retriever
     from .training import is_trained, read_stats
     t = time.perf_counter()
@@ -196,9 +202,15 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     if is_trained(out):
         return out / "final", read_stats(out)
     train = split.train
-    ce_qids = _sample(sorted(train.queries), setup.ce_queries, setup.seed + 1)
+    base, source, rounds = setup.base, setup.ce_neg_source, []
+    if setup.ce_rounds > 1:
+        prev_path, prev_stats = _train_reranker(split, replace(setup, ce_rounds=setup.ce_rounds - 1), root, de_path,
+                                                steps, log)
+        base, source = str(prev_path), "dpr"
+        rounds = prev_stats.get("rounds", [prev_stats])
+    ce_qids = _sample(sorted(train.queries), setup.ce_queries, setup.seed + 1 + 100 * (setup.ce_rounds - 1))
     ce_ds = train.subset(ce_qids)
-    retr = build_retriever(f"dense:{de_path}" if setup.ce_neg_source == "dpr" else f"dense:{setup.base}", batch_size=64)
+    retr = build_retriever(f"dense:{de_path}" if source == "dpr" else f"dense:{setup.base}", batch_size=64)
     ids, texts = ce_ds.doc_texts()
     retr.index(ids, texts)
     run = retr.search(ce_ds.query_texts(), k=setup.ce_depth)
@@ -206,12 +218,19 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     mine_s = time.perf_counter() - t
     ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed)
     ce_path, stats = train_cross_encoder(
-        ce_pairs, out, base=setup.base, epochs=setup.ce_epochs, batch_size=setup.ce_batch,
+        ce_pairs, out, base=base, epochs=setup.ce_epochs, batch_size=setup.ce_batch,
         lr=setup.ce_lr, max_length=setup.ce_max_len, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)
     stats = dict(stats)
     stats["hard_negative_mining_s"] = round(mine_s, 1)
     stats["stage_wall_s"] = round(time.perf_counter() - t, 1)
-    stats["negatives_from"] = setup.ce_neg_source
+    stats["negatives_from"] = source
+    if rounds:
+        this = dict(stats)
+        stats["rounds"] = rounds + [this]
+        for key in ("steps", "pairs", "seconds", "train_pairs", "positives", "stage_wall_s", "hard_negative_mining_s"):
+            stats[key] = round(sum(r.get(key) or 0 for r in stats["rounds"]), 1)
+        stats["pairs_per_second"] = round(stats["pairs"] / max(stats["seconds"], 1e-9), 2)
+        stats["negatives_from"] = "+".join(r.get("negatives_from", "?") for r in stats["rounds"])
     (out / "final" / "train_stats.json").write_text(json.dumps(stats, indent=1) + "\n")
     return ce_path, stats
 

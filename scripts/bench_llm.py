@@ -6,7 +6,9 @@ greedy sampling, for:
 
   naive         one call at a time, every prompt processed from scratch (no KV/prefix reuse)
   prefix        one call at a time, llama.cpp reuses the KV cache of the shared prompt prefix
-  default       the client's default: prefix reuse + n_parallel sequences decoded together
+  default       the client's default: prefix reuse, and n_parallel sequences decoded together when
+                there are enough threads (on 2 cores: 1 slot, i.e. the same as "prefix")
+  parallel      prefix reuse + --parallel (default 4) sequences decoded together
 
 Model loading is excluded (one untimed warm-up call per variant). Every variant writes to a fresh
 temporary cache, so all N answers are really generated. Outputs are compared with the naive run
@@ -56,13 +58,14 @@ VARIANTS = {
     "naive": dict(n_parallel=1, prompt_cache=False),
     "prefix": dict(n_parallel=1, prompt_cache=True),
     "default": dict(),                                   # LocalGGUFBackend defaults
+    "parallel": dict(prompt_cache=True),                 # n_parallel from --parallel
 }
 
 
 def run_variant(name: str, model: str, prompts: list[str], threads: int, parallel: int | None) -> dict:
     kw = dict(VARIANTS[name])
-    if name == "default" and parallel:
-        kw["n_parallel"] = parallel
+    if name == "parallel":
+        kw["n_parallel"] = parallel or DEFAULT_PARALLEL
     backend = Recording(LocalGGUFBackend(model, n_threads=threads, **kw))
     with tempfile.TemporaryDirectory() as tmp:
         client = LLMClient(backend, namespace="bench", cache_root=tmp, progress=True)
@@ -91,8 +94,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="qwen-1.5b")
     ap.add_argument("--n", type=int, default=50)
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for every variant (default: free cores)")
-    ap.add_argument("--parallel", type=int, default=None, help=f"n_parallel of the default variant ({DEFAULT_PARALLEL})")
-    ap.add_argument("--variants", nargs="+", default=["naive", "prefix", "default"], choices=list(VARIANTS))
+    ap.add_argument("--parallel", type=int, default=None, help=f"n_parallel of the 'parallel' variant ({DEFAULT_PARALLEL})")
+    ap.add_argument("--variants", nargs="+", default=["naive", "default", "parallel"], choices=list(VARIANTS))
     ap.add_argument("--out", default=None, help="write the full results (with outputs) as JSON")
     ap.add_argument("--reference", default=None, help="a previous --out file: compare outputs with its first "
                     "variant (e.g. naive) instead of running it again")

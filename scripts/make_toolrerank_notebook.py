@@ -414,6 +414,11 @@ for title, names, single in [("single-tool (I1-Cat / I1-Tool)", ["I1-Cat", "I1-T
     n, hit = found
     text = analysis.format_case(cands[n], hit["qid"], "rerank-50", best)
     cases[title] = {"subset": n, **hit, "text": text}
+    fig = {"I1-Cat": "fig3", "I2-Cat": "fig4"}.get(n)
+    if fig:   # the paper's case studies are from I1-Cat (Figure 3) and I2-Cat (Figure 4)
+        for method, rank in [("Rerank-50", hit["baseline_rank"]), ("ToolRerank", hit["toolrerank_rank"])]:
+            rec.add(paper="toolrerank", table=fig, dataset=SUBSETS[n][0], method=method, metric="gold_rank",
+                    value=rank, note=f"our case study: ToolLens query {hit['qid']} ({n} mirror)")
     print(f"== {title}: {n}, query {hit['qid']} — gold API from rank {hit['baseline_rank']} (Rerank-50) "
           f"to {hit['toolrerank_rank']} (ToolRerank)\n{text}\n")
 rec.extra["case_studies"] = cases
@@ -447,14 +452,30 @@ pd.concat({"ours (transfer)": ourst, "paper": tables.paper_frame("3", list(tt), 
 """)
 
 md(r"""
-## Reading
+## Reading (standard run; `notes/README_toolrerank.md` has the full version)
 
-The `standard` numbers and what they say are in `notes/README_toolrerank.md` (pasted into the README).
-In short, check against the paper: (1) does reranking beat DPR; (2) is the best m smaller for seen than for
-unseen subsets (Figure 1(a), Rerank-10/30/50 rows); (3) does m_s < m_u beat equal and reversed (Table 5);
-(4) does each HAR algorithm help only on its own query type (Table 6), and the extended list only for unseen
-tools (Table 7). With 1.5 APIs per tool in ToolLens, Algorithm 1 and the extended list have little to work
-with, and with 50 queries per subset one query is 2 points of Recall@5 on a single-tool subset.
+**What holds.** The ToolRerank *machinery* behaves as the paper says once a reranker list is given:
+Algorithm 1 helps single-tool queries (Table 6: single-tool average 32.9 → 34.6 Recall@5 with the classifier,
+38.3 with the oracle; I1-Tool 45 → 55 with Algorithm 1), Algorithm 2 does not hurt multi-tool queries, applying
+Algorithm 1 to multi-tool queries does not help them, the oracle classifier is the upper bound (+1.9 over the
+classifier, paper +0.3), and the extended API list helps only when built for unseen tools (Table 7: unseen
+only 34.6 > none 34.2 > seen+unseen 29.6 > seen only 29.2 — the paper's order exactly). The case studies show
+Algorithm 1 + the extended list pulling a tool's other APIs into the top 5, as in Figure 3.
+
+**What does not hold, and why.** The paper's central premise — a cross-encoder reranker that beats the
+dual encoder — fails here: every Rerank-m is below DPR (all-average Recall@5: DPR 57.2, Rerank-10 36.7,
+Rerank-50 13.5; ToolRerank 37.7), and on unseen tools the reranker collapses (Rerank-30/50 ≈ 0: it puts a few
+"hub" APIs — betting odds, an ask-AI API — on top of every unseen query). The cause is the CPU budget: a
+MiniLM cross-encoder with a fresh head trained for 186 steps on ≈3,000 pairs (loss 0.69 → 0.59) separates gold
+from hard negatives only weakly on seen tools (mean score 0.63 vs 0.53) and not at all on held-out categories
+(0.44 vs 0.51). With such a reranker, *fewer* candidates are better for both seen and unseen tools (Figure 1(a):
+best m = 5 for both), so the grid picks m_s = m_u = 10 and Table 5 shows m_s = m_u = 10 on top instead of
+m_s < m_u; "m_s < m_u beats equal and reversed" does not hold. The coverage statistics are reversed too
+(gold in the DPR top 10: 55 % seen vs 83 % unseen; paper 91.9 vs 70.2): our held-out categories (Business,
+Gaming) are lexically distinctive, while the seen subsets contain the many near-duplicate news/finance/sports
+tools of ToolLens. The classifier reaches 73 % (paper 93 %), weakest on I2-Cat (33 %), whose short gaming
+queries look single-tool. Table 4 (agent pass/win rates) is not runnable; the proxy (all gold APIs in the
+top 5) follows Recall@5.
 """)
 
 code(r"""

@@ -334,3 +334,14 @@ def test_cli_over_seeded_sample(tmp_path):
     assert main(["--task", "intents", "--dataset", "toole-single", "--sample", "3", "--backend", "echo",
                  "--cache-dir", str(tmp_path)]) == 0
     assert len(ResponseCache(tmp_path, INTENTS.namespace, "echo", readonly=True)) == 3
+
+
+def test_roundtrip_consistency(tiny):
+    from toolkit.metrics import evaluate
+    from toolkit.reinvoke.roundtrip import roundtrip_dataset, roundtrip_run
+    queries, qrels = roundtrip_dataset({"a": ["x", ""], "b": ["y"]})
+    assert queries == {"a#0": ["x"], "b#0": ["y"]} and qrels == {"a#0": {"a": 1}, "b#0": {"b": 1}}
+    run, qrels = roundtrip_run(build_index(tiny, "bm25"), EXPANSIONS, k=10)
+    assert len(run) == 10
+    assert list(run["HotelTool#0"])[0] == "HotelTool" and run["MusicTool#0"] == {}   # no shared term
+    assert evaluate(run, qrels, "recall@1,recall@5") == pytest.approx({"recall@1": 0.3, "recall@5": 0.4})

@@ -29,8 +29,13 @@ from typing import Any
 from toolkit.llm import models as _models
 from toolkit.llm.base import Answer, LLMError, Request, ServerUnavailable, as_messages, truncate_at_stop
 
-# Local defaults, measured on 2 CPU cores with Qwen2.5-Coder-1.5B (see notes/README_llm.md).
+# Local defaults, measured on 2 shared CPU cores with Qwen2.5-Coder-1.5B (notes/README_llm.md):
+# reusing the KV cache of the shared prompt prefix is the big win (3-5x); decoding several
+# sequences together did not pay with 1-2 threads (a single thread is compute-bound, so a batch of
+# 4 costs about 4 single steps) and makes greedy outputs depend on batch timing. Parallel slots are
+# used from PARALLEL_MIN_THREADS threads up, where decoding becomes memory-bound.
 DEFAULT_PARALLEL = 4
+PARALLEL_MIN_THREADS = 4
 DEFAULT_CTX_PER_SLOT = 4096
 
 
@@ -80,16 +85,21 @@ class Backend:
 # =============================================================================================
 
 class LocalGGUFBackend(Backend):
-    """llama.cpp in-process. ``n_parallel`` slots decode concurrently (continuous batching); each
-    slot keeps the KV cache of its last prompt and ``prompt_cache=True`` reuses the longest common
-    prefix, so the long shared head of a template is processed once per slot, not once per call.
-    ``prompt_cache=False, n_parallel=1`` is the naive baseline (every prompt from scratch)."""
+    """llama.cpp in-process. Each slot keeps the KV cache of its last prompt and ``prompt_cache=True``
+    reuses the longest common prefix, so the long shared head of a template (instructions,
+    few-shot examples, chat-template system prompt) is processed once, not once per call.
+    ``n_parallel`` slots decode concurrently (continuous batching); default: 1 below
+    ``PARALLEL_MIN_THREADS`` threads, else ``DEFAULT_PARALLEL``. ``n_threads`` default: free cores
+    (``default_threads``). ``prompt_cache=False, n_parallel=1`` is the naive baseline."""
 
     name = "local"
 
-    def __init__(self, model: str = _models.DEFAULT_MODEL, n_parallel: int = DEFAULT_PARALLEL,
+    def __init__(self, model: str = _models.DEFAULT_MODEL, n_parallel: int | None = None,
                  ctx_per_slot: int = DEFAULT_CTX_PER_SLOT, n_threads: int | None = None,
                  prompt_cache: bool = True, n_batch: int = 512, verbose: bool = False):
+        self.n_threads = int(n_threads) if n_threads else default_threads()
+        if n_parallel is None:
+            n_parallel = DEFAULT_PARALLEL if self.n_threads >= PARALLEL_MIN_THREADS else 1
         if n_parallel < 1:
             raise ValueError("n_parallel must be >= 1")
         self.model = model
@@ -98,7 +108,6 @@ class LocalGGUFBackend(Backend):
         self.n_parallel = int(n_parallel)
         self.max_concurrency = self.n_parallel
         self.ctx_per_slot = int(ctx_per_slot)
-        self.n_threads = int(n_threads) if n_threads else default_threads()
         self.prompt_cache = bool(prompt_cache)
         self.n_batch = int(n_batch)
         self.verbose = verbose

@@ -47,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--namespace", default=None, help="cache namespace (task default otherwise)")
     g.add_argument("--cache-dir", default=None, help=f"cache root (default: $TOOLKIT_LLM_CACHE or {default_cache_root()})")
-    g.add_argument("--parallel", type=int, default=None, help="local: parallel sequences (slots); openai: concurrent requests")
-    g.add_argument("--threads", type=int, default=None, help="local: CPU threads (default: $TOOLKIT_LLM_THREADS or all cores)")
+    g.add_argument("--parallel", type=int, default=None, help="local: parallel sequences (slots; default 1 below 4 threads, else 4); "
+                   "openai: concurrent requests (default 4)")
+    g.add_argument("--threads", type=int, default=None, help="local: CPU threads (default: $TOOLKIT_LLM_THREADS, else the cores not busy)")
     g.add_argument("--no-prompt-cache", action="store_true", help="local: do not reuse the KV cache of shared prefixes")
     g.add_argument("--out", default=None, help="also write parsed answers as JSONL {id, text, answers, parsed}")
     g.add_argument("--quiet", action="store_true", help="no progress bar")

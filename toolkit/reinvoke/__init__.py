@@ -5,6 +5,7 @@ Modules, one per concept:
     multiview   Algorithm 2 / Figs. 3 and 8: per-intent (reversed rank, similarity) tuples, max over intents
     expansion   §3.1, §4.3, Table 3(B-D): "Documentation: <doc> Query: <q>" copies, mean/max over copies
     generation  the LLM calls (synthetic queries Fig. 4, intents Fig. 5, HyDE Fig. 6) via toolkit.llm caches
+    roundtrip   §6.2 / Table 4: round-trip consistency recall of the synthetic queries
     pipeline    reinvoke_run / variant_run (Table 3A) / hyde_run for BM25 and dense
 
     from toolkit.reinvoke import reinvoke_run, generation as gen
@@ -19,3 +20,4 @@ from toolkit.reinvoke.multiview import (aggregate_intents, multiview_rank, multi
                                         multiview_tuples, reversed_ranks)
 from toolkit.reinvoke.pipeline import (VARIANTS, build_index, hyde_run, reinvoke_run, run_from_intents,  # noqa: F401
                                        variant_run)
+from toolkit.reinvoke.roundtrip import roundtrip_run  # noqa: F401,E402

@@ -21,7 +21,7 @@ from toolkit.toolrerank.splits import make_split
 
 # the notebook's defaults for the evaluation sizes per profile: (queries per subset, dev queries,
 # queries per ToolBench group)
-EVAL_SIZES = {"smoke": (3, 12, 2), "standard": (40, 60, 8), "paper": (0, 600, 0)}
+EVAL_SIZES = {"smoke": (2, 6, 1), "standard": (40, 60, 8), "paper": (0, 600, 0)}
 
 
 def main() -> None:

@@ -13,6 +13,14 @@ One small module per concept:
                       Algorithm 2 (multi-tool graph)
 - :mod:`.pipeline`    candidates + scores for a dataset, the full ToolRerank and the Rerank-m baselines
 - :mod:`.analysis`    coverage statistics (§4.2/§4.4), Figure 1(a) curves, case studies (Figures 3-4)
+- :mod:`.tables`      per-subset values, the paper's averages, recording under the paper-number keys
+- :mod:`.experiment`  profiles (smoke / standard / paper) and end-to-end cached training
+
+Quick use on any dataset of the data layer::
+
+    from toolkit.toolrerank.pipeline import ToolRerankConfig, candidates, evaluate_method
+    c = candidates(dataset, dense_retriever, reranker, seen_tools, classifier, depth=50)
+    evaluate_method(c, "rerank-10"); evaluate_method(c, ToolRerankConfig(m_s=10, m_u=50))
 """
 from .hierarchy import har_multi, har_single
 from .truncation import adaptive_truncate

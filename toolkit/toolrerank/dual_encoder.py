@@ -50,7 +50,6 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
                        threads: int | None = None, checkpoint_every: int = 100, log=print) -> tuple[Path, dict]:
     """Fine-tune ``base`` on ``pairs``; returns (directory of the saved SentenceTransformer, stats).
     ``max_steps`` caps the number of batches (smoke runs). Cached: a finished ``out_dir`` is reused."""
-    from toolkit.retrieval.models import MODEL_CARDS  # noqa: F401  (registry import side effects)
     out_dir = Path(out_dir)
     if is_trained(out_dir):
         from .training import read_stats

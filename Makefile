@@ -16,7 +16,9 @@ NB ?= all
 
 env: $(STAMP)
 
-$(STAMP): requirements.txt requirements-models.txt pyproject.toml
+# No file prerequisites: the path already names the hash of the requirement files, and a fresh
+# clone has newer mtimes than an existing environment.
+$(STAMP):
 	@echo "== creating environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -13,7 +13,8 @@ from toolkit.__main__ import main
 def nbdir(tmp_path, monkeypatch, repo):
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
-    shutil.copy(repo / "tests" / "fixtures" / "tiny.ipynb", nbs / "90_tiny.ipynb")
+    # stored as .json so that nbval does not collect it as a notebook to check
+    shutil.copy(repo / "tests" / "fixtures" / "tiny_notebook.json", nbs / "90_tiny.ipynb")
     monkeypatch.setattr(runner, "NOTEBOOKS", nbs)
     monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path / "results"))  # read by the kernel too
     monkeypatch.setenv("TOOLKIT_FIGURES", str(tmp_path / "figures"))

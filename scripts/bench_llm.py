@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from toolkit.llm import parsers  # noqa: E402
 from toolkit.llm.backends import DEFAULT_PARALLEL, Backend, LocalGGUFBackend, default_threads  # noqa: E402
 from toolkit.llm.client import LLMClient  # noqa: E402
-from toolkit.llm.tasks import INTENTS, toole_multi_queries  # noqa: E402
+from toolkit.llm.tasks import INTENTS, dataset_items  # noqa: E402
 
 
 class Recording(Backend):
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
                     "variant (e.g. naive) instead of running it again")
     args = ap.parse_args(argv)
 
-    queries = [q for _, q in toole_multi_queries()[: args.n]]
+    queries = [q for _, q in dataset_items("toole-multi", "queries")[: args.n]]
     prompts = [INTENTS.build(q) for q in queries]
     threads = args.threads or default_threads()
     print(f"model={args.model} n={len(prompts)} threads={threads} cpus={os.cpu_count()} "

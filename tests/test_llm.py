@@ -478,11 +478,6 @@ def test_live_local_smoke(tmp_path):
 
 def test_cli_generate_is_resumable(tmp_path, capsys):
     from toolkit.llm import cli
-    from toolkit.llm.tasks import toole_multi_queries
-    try:
-        toole_multi_queries()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
     out = tmp_path / "o.jsonl"
     args = ["generate", "--prompt", "intents", "--dataset", "toole-multi", "--limit", "4", "--backend", "echo",
             "--cache-dir", str(tmp_path), "--quiet", "--out", str(out)]
@@ -503,11 +498,8 @@ def test_cli_generate_is_resumable(tmp_path, capsys):
 
 def test_committed_reinvoke_intents_replay_all_497():
     from toolkit.llm.prompts import intent_prompt
-    from toolkit.llm.tasks import toole_multi_queries
-    try:
-        queries = toole_multi_queries()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
+    from toolkit.llm.tasks import dataset_items
+    queries = dataset_items("toole-multi", "queries")
     assert len(queries) == 497
     c = get_client("qwen-1.5b", backend="replay", namespace=INTENTS.namespace, cache_root=paths.PROJECT_DATA / "llm_cache")
     answers = c.generate([intent_prompt(q) for _, q in queries], sampling=INTENTS.sampling)

@@ -7,11 +7,9 @@ written next to the task and can be overridden (it then becomes part of the cach
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from toolkit import paths
 from toolkit.llm import parsers, prompts
 from toolkit.llm.base import Sampling
 
@@ -93,30 +91,9 @@ def get_task(name: str) -> Task:
 # Items to run a task over
 # ---------------------------------------------------------------------------------------------
 
-def toole_multi_queries() -> list[tuple[str, str]]:
-    """ToolE multi-tool queries as (qid, text), qids m0..m496 in file order. Uses the data loader
-    when it exists, else reads ``toole/multi_tool_query_golden.json`` from the data directory."""
-    try:
-        from toolkit.data import load_dataset  # type: ignore[attr-defined]
-        ds = load_dataset("toole-multi")
-        return [(q.qid, q.text) for q in ds.queries.values()]
-    except Exception:  # loader not written yet / data elsewhere: read the file directly
-        pass
-    path = paths.data_dir() / "toole" / "multi_tool_query_golden.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; fetch the data with `python -m toolkit datasets`")
-    rows = json.loads(path.read_text())
-    return [(f"m{i}", r["query"]) for i, r in enumerate(rows)]
-
-
 def dataset_items(dataset: str, over: str) -> list[tuple[str, str]]:
     """(id, text) pairs: a dataset's queries or its corpus documents, in the dataset's order."""
-    if dataset == "toole-multi" and over == "queries":
-        return toole_multi_queries()
-    try:
-        from toolkit.data import load_dataset  # type: ignore[attr-defined]
-    except ImportError as e:
-        raise RuntimeError(f"dataset {dataset!r} needs toolkit.data.load_dataset, which is not available") from e
+    from toolkit.data import load_dataset
     ds = load_dataset(dataset)
     if over == "queries":
         return [(q.qid, q.text) for q in ds.queries.values()]

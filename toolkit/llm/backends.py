@@ -56,6 +56,21 @@ def default_threads() -> int:
     return max(1, min(cores, int(cores - busy + 0.5)))
 
 
+
+def _add_request_fields(body: dict[str, Any], req: Request) -> None:
+    """Seed, stop strings and the prompt (chat messages or plain text): the same fields for the
+    llama.cpp server API and the OpenAI API."""
+    s = req.sampling
+    seed = s.seed_for(req.index)
+    if seed is not None:
+        body["seed"] = seed
+    if s.stop:
+        body["stop"] = list(s.stop)
+    if req.kind == "chat":
+        body["messages"] = req.messages()
+    else:
+        body["prompt"] = req.prompt
+
 class Backend:
     name = "base"
     model_id = ""
@@ -148,15 +163,7 @@ class LocalGGUFBackend(Backend):
             "top_k": s.top_k, "min_p": s.min_p, "repeat_penalty": 1.0,
             "cache_prompt": self.prompt_cache, "stream": False,
         }
-        seed = s.seed_for(req.index)
-        if seed is not None:
-            body["seed"] = seed
-        if s.stop:
-            body["stop"] = list(s.stop)
-        if req.kind == "chat":
-            body["messages"] = req.messages()
-        else:
-            body["prompt"] = req.prompt
+        _add_request_fields(body, req)
         return body
 
     def generate(self, req: Request) -> Answer:
@@ -261,15 +268,7 @@ class OpenAIBackend(Backend):
             body["top_k"] = s.top_k
         if s.min_p:
             body["min_p"] = s.min_p
-        seed = s.seed_for(req.index)
-        if seed is not None:
-            body["seed"] = seed
-        if s.stop:
-            body["stop"] = list(s.stop)
-        if req.kind == "chat":
-            body["messages"] = req.messages()
-        else:
-            body["prompt"] = req.prompt
+        _add_request_fields(body, req)
         body.update(self.extra_body)
         return body
 

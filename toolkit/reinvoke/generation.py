@@ -49,18 +49,24 @@ def _answers(task: Task, texts: list[str], llm: LLMClient, n: int, partial: bool
     return out
 
 
-def synthetic_queries(corpus: Mapping[str, Any], llm: LLMClient, m: int = 10, partial: bool = False,
-                      task: Task = SYNTHETIC_QUERIES) -> dict[str, list[str]]:
-    """``{doc_id: [synthetic query for samples 0..m-1]}`` (parsed; empty parses dropped).
-    ``corpus`` maps doc id -> Document (its ``text`` is the tool document) or text."""
+def synthetic_query_samples(corpus: Mapping[str, Any], llm: LLMClient, m: int = 10, partial: bool = False,
+                            task: Task = SYNTHETIC_QUERIES) -> dict[str, list[str | None]]:
+    """``{doc_id: [parsed query of sample i for i in 0..m-1]}``: ``""`` where the answer parses to
+    nothing, ``None`` where the answer is not cached (only with ``partial``). Keeping the sample
+    index lets "the first m samples" stay the same set as a partial cache grows."""
     ids = list(corpus)
     texts = [c if isinstance(c, str) else c.text for c in corpus.values()]
     raw = _answers(task, texts, llm, m, partial)
-    out = {}
-    for d, per in zip(ids, raw):
-        qs = [task.parse(a) for a in per if a is not None]
-        out[d] = [q for q in qs if q]
-    return out
+    return {d: [None if a is None else (task.parse(a) or "") for a in per] for d, per in zip(ids, raw)}
+
+
+def synthetic_queries(corpus: Mapping[str, Any], llm: LLMClient, m: int = 10, partial: bool = False,
+                      task: Task = SYNTHETIC_QUERIES) -> dict[str, list[str]]:
+    """``{doc_id: [synthetic query for samples 0..m-1]}`` (parsed; empty parses and, with
+    ``partial``, uncached samples dropped). ``corpus`` maps doc id -> Document (its ``text`` is the
+    tool document) or text."""
+    samples = synthetic_query_samples(corpus, llm, m, partial, task)
+    return {d: [q for q in per if q] for d, per in samples.items()}
 
 
 def intents(queries: Mapping[str, str], llm: LLMClient, partial: bool = False,

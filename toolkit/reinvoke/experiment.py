@@ -1,0 +1,340 @@
+"""The Re-Invoke experiment of notebook ``20_reinvoke``: evaluation sets, the cached generations, the
+conditions of Tables 1/3/4/6, and which of them the cache can serve.
+
+A condition is computed only when every input it needs is in the response cache (every query has
+intents / a HyDE document, every tool has at least ``m`` synthetic queries); otherwise it is listed as
+*pending* with its coverage, never evaluated on the part that happens to be cached. So the notebook
+runs while a generation is still filling the cache, and a rerun after the cache grows adds rows.
+
+    sets = eval_sets("standard")                       # {dataset: EvalSet(all=..., llm=...)}
+    gen = load_generations(sets, "qwen-1.5b", "standard")
+    rows, pending = run_conditions(sets, {"qwen-1.5b": gen}, embed)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import pandas as pd
+
+from toolkit.data.contract import RetrievalDataset, Run
+from toolkit.metrics import evaluate
+from toolkit.reinvoke import generation as G
+from toolkit.reinvoke.pipeline import build_index, hyde_run, reinvoke_run
+from toolkit.reinvoke.roundtrip import roundtrip_run
+
+DATASETS = ("toolbench-i1", "toolbench-i2", "toolbench-i3", "toole-single", "toole-multi")
+METRICS = ("ndcg@1", "ndcg@5", "recall@1", "recall@5")
+BACKBONES = ("qwen-1.5b", "qwen-0.5b")
+MAIN_BACKBONE = "qwen-1.5b"      # recorded under the paper's main-row names (text-bison@001 there)
+KINDS = {"bm25": "BM25", "dense": "dense"}
+
+
+@dataclass
+class EvalSet:
+    """``all``: the queries the non-LLM baselines run on; ``llm``: the queries the LLM methods run on
+    (a seeded sample for ToolE single-tool, else the same set)."""
+    all: RetrievalDataset
+    llm: RetrievalDataset
+
+
+def eval_sets(profile: str, toole_single_sample: int = 1000, smoke_queries: int = 12, seed: int = 0,
+              toolbench_corpus: str = "pool", datasets=DATASETS) -> dict[str, EvalSet]:
+    """The five evaluation sets. ToolBench I1/I2/I3 are the StableToolBench groups with corpus
+    ``pool`` (the APIs of the queries' candidate pools) or ``library`` (all 16,427 APIs); smoke keeps
+    a seeded ``smoke_queries`` of the LLM queries (ToolE, and ToolBench I3 only: its corpus has 44 APIs)."""
+    from toolkit.data import load_dataset
+    if profile == "smoke":
+        datasets = [d for d in datasets if d.startswith("toole") or d == "toolbench-i3"]
+    out = {}
+    for name in datasets:
+        kw = {"corpus": toolbench_corpus} if name.startswith("toolbench") else {}
+        ds = load_dataset(name, **kw)
+        llm = ds.sample(toole_single_sample, seed=seed) if name == "toole-single" else ds
+        if profile == "smoke":
+            llm = llm.sample(smoke_queries, seed=seed)
+            ds = llm
+        out[name] = EvalSet(ds, llm)
+    return out
+
+
+@dataclass
+class Generations:
+    """What the response cache holds for one backbone: intents and HyDE documents per dataset (only
+    the cached queries), and per dataset's corpus the parsed synthetic query of every sample index
+    (``""``: parsed to nothing, ``None``: not cached)."""
+    backbone: str
+    intents: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    hyde: dict[str, dict[str, str]] = field(default_factory=dict)
+    samples: dict[str, dict[str, list[str | None]]] = field(default_factory=dict)
+
+    def has_intents(self, name: str, ds: RetrievalDataset) -> bool:
+        return all(q in self.intents.get(name, {}) for q in ds.queries)
+
+    def has_hyde(self, name: str, ds: RetrievalDataset) -> bool:
+        return all(q in self.hyde.get(name, {}) for q in ds.queries)
+
+    def complete_m(self, name: str) -> int:
+        """The largest m such that samples 0..m-1 of every tool are in the cache (0: none)."""
+        def leading(v):
+            n = 0
+            while n < len(v) and v[n] is not None:
+                n += 1
+            return n
+        return min((leading(v) for v in (self.samples.get(name) or {}).values()), default=0)
+
+    def expansions(self, name: str, m: int) -> dict[str, list[str]]:
+        """``{doc_id: parsed synthetic queries of samples 0..m-1}`` (empty parses dropped)."""
+        return {d: [q for q in v[:m] if q] for d, v in (self.samples.get(name) or {}).items()}
+
+    def coverage(self, sets: Mapping[str, EvalSet], m: int = 10) -> pd.DataFrame:
+        rows = []
+        for name, s in sets.items():
+            smp = self.samples.get(name, {})
+            rows.append({"dataset": name, "backbone": self.backbone, "queries (LLM set)": len(s.llm.queries),
+                         "with intents": sum(q in self.intents.get(name, {}) for q in s.llm.queries),
+                         "with HyDE doc": sum(q in self.hyde.get(name, {}) for q in s.llm.queries),
+                         "tools": len(s.llm.corpus),
+                         f"tools with {m} samples": sum(all(x is not None for x in v[:m]) for v in smp.values()),
+                         "samples cached": sum(x is not None for v in smp.values() for x in v),
+                         "samples parsed empty": sum(x == "" for v in smp.values() for x in v),
+                         "complete m": self.complete_m(name)})
+        return pd.DataFrame(rows).set_index(["dataset", "backbone"])
+
+
+def load_generations(sets: Mapping[str, EvalSet], backbone: str, profile: str, m: int = 10) -> Generations:
+    """Replay (``partial``) the three Re-Invoke tasks for ``backbone`` over the evaluation sets."""
+    gen = Generations(backbone)
+    llm_i, llm_h, llm_q = (G.client(t, profile, model=backbone) for t in ("intents", "hyde", "synthetic-queries"))
+    for name, s in sets.items():
+        q = s.llm.query_texts()
+        gen.intents[name] = G.intents(q, llm_i, partial=True)
+        gen.hyde[name] = G.hyde_documents(q, llm_h, partial=True)
+        gen.samples[name] = G.synthetic_query_samples(s.llm.corpus, llm_q, m=m, partial=True)
+    return gen
+
+
+def generation_time(backbone: str, tasks=("intents", "synthetic-queries", "hyde")) -> pd.DataFrame:
+    """Answers, completion tokens and summed call time (s) in each task's cache file for ``backbone``.
+    Calls ran ``--parallel`` at a time, so the sum of call times exceeds the wall time; the notebook
+    states the measured wall times."""
+    rows = []
+    for t in tasks:
+        cache = G.client(t, "standard", model=backbone).cache()
+        cache.refresh()
+        ans = list(cache.answers())
+        rows.append({"task": t, "backbone": backbone, "answers": len(ans),
+                     "completion tokens": sum(a.get("ntok") or 0 for a in ans),
+                     "call time (s)": round(sum(a.get("ms") or 0 for a in ans) / 1000, 1),
+                     "capped at max_tokens": sum(a.get("fin") == "length" for a in ans)})
+    return pd.DataFrame(rows).set_index(["task", "backbone"])
+
+
+# ---------------------------------------------------------------------------------------------
+# conditions
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Condition:
+    """One run: ``method`` name (the paper's, for compare), tables it feeds, how to compute it."""
+    dataset: str
+    method: str
+    tables: tuple[str, ...]
+    query_set: str                      # "all" | "llm"
+    backbone: str | None
+    compute: Callable[[], Run] | None   # None: pending (inputs not in the cache)
+    pending: str = ""
+
+
+def _suffix(backbone: str | None) -> str:
+    return "" if backbone in (None, MAIN_BACKBONE) else f" [{backbone}]"
+
+
+def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], embed, m: int = 10,
+               k: int = 100) -> list[Condition]:
+    """Every condition of Tables 1/6 (both retrievers, all backbones), 3A-D (dense, main backbone) and
+    the extras; ``compute`` is None (pending, with the reason) where the cache lacks an input."""
+    out: list[Condition] = []
+    indexes: dict = {}
+
+    def index(name, kind, ds, g=None, mm=None, mode="append", agg="mean"):
+        """Built once per (corpus, retriever, expansions) and shared by the runs that use it."""
+        key = (name, kind, g.backbone if g else None, mm, mode, agg)
+        if key not in indexes:
+            exp = g.expansions(name, mm) if g else None
+            indexes[key] = build_index(ds, kind, exp, mode=mode, copy_agg=agg, embed=embed)
+        return indexes[key]
+
+    def run(name, kind, ds, g=None, mm=None, intents=None, mode="append", agg="mean"):
+        return lambda: reinvoke_run(ds, kind, None, intents, k=k, index=index(name, kind, ds, g, mm, mode, agg))
+
+    def add(name, method, tables, query_set, bb, fn, missing):
+        out.append(Condition(name, method, tables, query_set, bb, None if missing else fn, "; ".join(missing)))
+
+    for name, s in sets.items():
+        ds = s.llm
+        for kind, label in KINDS.items():
+            base = "BM25" if kind == "bm25" else "Dense"
+            add(name, base, ("1", "6"), "all", None, run(name, kind, s.all), [])
+            if s.llm is not s.all:
+                add(name, f"{base} (LLM query sample)", ("extra",), "llm", None, run(name, kind, ds), [])
+            for bb, g in gens.items():
+                sfx = _suffix(bb)
+                cm, its = g.complete_m(name), g.intents.get(name, {})
+                miss_i = [] if g.has_intents(name, ds) else [f"intents for {len(its)}/{len(ds.queries)} queries"]
+                miss_m = [] if cm >= m else [f"synthetic queries complete for m={cm} < {m}"]
+                miss_h = [] if g.has_hyde(name, ds) else \
+                    [f"HyDE documents for {len(g.hyde.get(name, {}))}/{len(ds.queries)} queries"]
+                add(name, f"HyDE ({label}){sfx}", ("1", "6") if not sfx else ("extra",), "llm", bb,
+                    lambda ds=ds, kind=kind, g=g, name=name: hyde_run(ds, kind, g.hyde[name], k=k,
+                                                                      index=index(name, kind, ds)), miss_h)
+                add(name, f"Re-Invoke ({label}){sfx}", ("1", "6"), "llm", bb,
+                    run(name, kind, ds, g, m, its), miss_i + miss_m)
+                if not miss_i and 0 < cm < m:   # what the cache serves so far: Re-Invoke with the m it has
+                    add(name, f"Re-Invoke ({label}){sfx}, m={cm}", ("extra",), "llm", bb,
+                        run(name, kind, ds, g, cm, its), [])
+        # Table 3 (dense, main backbone), on the LLM query set
+        g = gens.get(MAIN_BACKBONE)
+        if g is None:
+            continue
+        cm, its = g.complete_m(name), g.intents.get(name, {})
+        miss_i = [] if g.has_intents(name, ds) else [f"intents for {len(its)}/{len(ds.queries)} queries"]
+
+        def miss(need, cm=cm):
+            return [] if cm >= need else [f"synthetic queries complete for m={cm} < {need}"]
+        # the Dense row of Table 3A, on the same queries as the other rows (the LLM sample for ToolE single)
+        add(name, "Dense", ("3A",), "llm", None, run(name, "dense", ds), [])
+        add(name, "+ Query generator", ("3A",), "llm", g.backbone, run(name, "dense", ds, g, m), miss(m))
+        add(name, "+ Intent extractor", ("3A",), "llm", g.backbone, run(name, "dense", ds, intents=its), miss_i)
+        # extras (the paper's Table 3A is dense only): each component with BM25
+        add(name, "+ Query generator (BM25)", ("extra",), "llm", g.backbone, run(name, "bm25", ds, g, m), miss(m))
+        add(name, "+ Intent extractor (BM25)", ("extra",), "llm", g.backbone, run(name, "bm25", ds, intents=its),
+            miss_i)
+        for mm, label in ((1, "1 synthetic query"), (5, "5 synthetic queries"), (10, "10 synthetic queries")):
+            add(name, label, ("3C",), "llm", g.backbone, run(name, "dense", ds, g, mm), miss(mm))
+        add(name, "Synthetic query only", ("3B",), "llm", g.backbone, run(name, "dense", ds, g, m, mode="query_only"),
+            miss(m))
+        add(name, "Synthetic query appended to document", ("3B",), "llm", g.backbone, run(name, "dense", ds, g, m),
+            miss(m))
+        add(name, "Max similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, m, agg="max"), miss(m))
+        add(name, "Mean similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, m), miss(m))
+    return out
+
+
+def run_conditions(conds: list[Condition], sets: Mapping[str, EvalSet], ties: str = "sklearn",
+                   metrics=METRICS, log=None) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """Evaluate the computable conditions -> (runs {(dataset, method, query set): run}, values frame,
+    pending frame). A condition feeding several tables is computed once."""
+    runs, rows, pending = {}, [], []
+    for c in conds:
+        if c.compute is None:
+            pending.append({"dataset": c.dataset, "method": c.method, "tables": ",".join(c.tables), "missing": c.pending})
+            continue
+        key = (c.dataset, c.method, c.query_set)
+        if key not in runs:
+            if log:
+                log(f"{c.dataset}: {c.method}")
+            runs[key] = c.compute()
+        ds = getattr(sets[c.dataset], c.query_set)
+        vals = evaluate(runs[key], ds.qrels, list(metrics), ties=ties)
+        rows.append({"dataset": c.dataset, "method": c.method, "tables": ",".join(c.tables), "backbone": c.backbone,
+                     "queries": len(ds.queries), **vals})
+    return runs, pd.DataFrame(rows), pd.DataFrame(pending, columns=["dataset", "method", "tables", "missing"])
+
+
+def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None) -> None:
+    """Record every computed cell under the paper's keys (Table 1: nDCG@5; 6: all four; 3A-D: nDCG@5)."""
+    notes = notes or {}
+    for r in values.to_dict("records"):
+        for table in r["tables"].split(","):
+            if table == "extra":
+                continue
+            mets = ["ndcg@5"] if table != "6" else list(METRICS)
+            for met in mets:
+                rec.add(paper="reinvoke", table=table, dataset=r["dataset"], method=r["method"], metric=met,
+                        value=r[met], n_queries=r["queries"], note=notes.get(r["method"], ""))
+
+
+def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper_table: str | None = None) -> pd.DataFrame:
+    """Methods × datasets for one table (ours), with the paper's value beside each where printed."""
+    from toolkit.compare import load_paper_numbers
+    v = values[values["tables"].str.split(",").apply(lambda t: any(x in tables.split(",") for x in t))]
+    ours = v.pivot_table(index="method", columns="dataset", values=metric, aggfunc="first")
+    if paper_table:
+        pn = load_paper_numbers("reinvoke")
+        pn = pn[(pn["table"] == paper_table) & (pn["metric"] == metric)]
+        paper = pn.pivot_table(index="method", columns="dataset", values="value", aggfunc="first")
+        paper = paper.reindex(index=ours.index, columns=ours.columns)
+        ours = pd.concat({"ours": ours, "paper": paper}, axis=1).swaplevel(axis=1).sort_index(axis=1)
+    return ours.round(4)
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 4 and case studies
+# ---------------------------------------------------------------------------------------------
+
+def roundtrip_table(sets: Mapping[str, EvalSet], gen: Generations, embed, m: int = 10,
+                    names=("toole-multi", "toolbench-i1")) -> pd.DataFrame:
+    """Round-trip recall@5/10 of the synthetic queries (Table 4), searching the plain tool documents
+    with the first ``m`` synthetic queries of each tool (fewer if the cache does not hold m for
+    every tool: the largest complete m, reported in the ``m`` column). ToolE single and multi share one tool set,
+    so ``toole-multi``'s corpus stands for ``toole-all``."""
+    rows = []
+    for name in names:
+        mm = min(m, gen.complete_m(name))
+        if name not in sets or mm == 0:
+            continue
+        exp = gen.expansions(name, mm)
+        run, qrels = roundtrip_run(build_index(sets[name].llm, "dense", None, embed=embed), exp, k=10)
+        vals = evaluate(run, qrels, ["recall@5", "recall@10"])
+        rows.append({"dataset": "toole-all" if name.startswith("toole") else name, "synthetic queries": len(qrels),
+                     "m": mm, **vals})
+    return pd.DataFrame(rows)
+
+
+def _tool(ds: RetrievalDataset, d: str) -> str:
+    return ds.corpus[d].tool or d
+
+
+def case_studies(ds: RetrievalDataset, base: Run, other: Run, k: int, n: int = 3, wins: bool = True,
+                 intents: Mapping[str, list[str]] | None = None) -> pd.DataFrame:
+    """Queries where ``other`` gets all gold tools into its top ``k`` and ``base`` gets none of them
+    (``wins``), or the reverse; the ``n`` shortest such queries (the paper's Tables 7-9 show short
+    ones), ties by query id."""
+    def top(run, q):
+        return [d for d, _ in sorted(run.get(q, {}).items(), key=lambda x: -x[1])[:k]]
+    rows = []
+    for q in sorted(ds.queries, key=lambda q: (len(ds.queries[q].text), q)):
+        gold = {d for d, r in ds.qrels.get(q, {}).items() if r > 0}
+        b, o = top(base, q), top(other, q)
+        good, bad = (o, b) if wins else (b, o)
+        if gold <= set(good) and not gold & set(bad):
+            rows.append({"query": ds.queries[q].text, "gold": ", ".join(sorted(_tool(ds, d) for d in gold)),
+                         "baseline top-%d" % k: ", ".join(_tool(ds, d) for d in b),
+                         "Re-Invoke top-%d" % k: ", ".join(_tool(ds, d) for d in o),
+                         **({"intents": " | ".join(intents.get(q, []))} if intents else {})})
+        if len(rows) == n:
+            break
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# replay check: per-query values of a slice, stored with the standard results and re-derived by a test
+# ---------------------------------------------------------------------------------------------
+
+def replay_slice(runs: Mapping, sets: Mapping[str, EvalSet], dataset: str = "toole-multi", n: int = 20,
+                 metric: str = "ndcg@5", ties: str = "sklearn") -> dict:
+    """``{"dataset", "metric", "ties", "qids", "values": {method: {qid: value}}}`` for the BM25-based LLM
+    conditions (no neural model needed to recompute them) on the first ``n`` query ids of ``dataset``.
+    ``tests/test_reinvoke_replay.py`` recomputes them from the committed caches and asserts equality."""
+    if dataset not in sets:
+        return {}
+    ds = sets[dataset].llm
+    qids = sorted(ds.queries)[:n]
+    sub = ds.subset(qids)
+    out = {}
+    for (name, method, qset), run in runs.items():
+        if name == dataset and qset == "llm" and "(BM25)" in method and not method.startswith("BM25"):
+            per = evaluate({q: run[q] for q in qids if q in run}, sub.qrels, [metric], per_query=True, ties=ties)
+            out[method] = {q: per[metric][q] for q in qids}
+    return {"dataset": dataset, "metric": metric, "ties": ties, "qids": qids, "values": out}

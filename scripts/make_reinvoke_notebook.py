@@ -4,24 +4,10 @@
 """
 from __future__ import annotations
 
-from pathlib import Path
+from notebook_builder import Builder
 
-import nbformat as nbf
-
-HERE = Path(__file__).resolve().parent.parent
-cells = []
-
-
-def md(s):
-    cells.append(nbf.v4.new_markdown_cell(s.strip("\n")))
-
-
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s.strip("\n"))
-    if tags:
-        c.metadata["tags"] = tags
-    cells.append(c)
-
+_nb = Builder()
+md, code = _nb.md, _nb.code
 
 md(r"""
 # 20 — Re-Invoke: synthetic-query document expansion, intent extraction, multi-view ranking
@@ -281,10 +267,4 @@ path = rec.save()
 pd.Series(stage_s, name="seconds").round(1).to_frame()
 """)
 
-nb = nbf.v4.new_notebook()
-nb.cells = cells
-nb.metadata["kernelspec"] = {"display_name": "toolret-repro", "language": "python", "name": "toolret-repro"}
-nb.metadata["language_info"] = {"name": "python"}
-out = HERE / "notebooks" / "20_reinvoke.ipynb"
-nbf.write(nb, out)
-print(f"wrote {out}")
+_nb.write("20_reinvoke")

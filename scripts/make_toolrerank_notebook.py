@@ -4,24 +4,10 @@
 """
 from __future__ import annotations
 
-from pathlib import Path
+from notebook_builder import Builder
 
-import nbformat as nbf
-
-HERE = Path(__file__).resolve().parent.parent
-cells = []
-
-
-def md(s):
-    cells.append(nbf.v4.new_markdown_cell(s.strip("\n")))
-
-
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s.strip("\n"))
-    if tags:
-        c.metadata["tags"] = tags
-    cells.append(c)
-
+_nb = Builder()
+md, code = _nb.md, _nb.code
 
 md(r"""
 # 10 — ToolRerank: adaptive truncation and hierarchy-aware reranking
@@ -50,13 +36,15 @@ Tables 1, 2, 3, 5, 6, 7, Figure 1(a), the coverage statistics of §4.2/§4.4 and
   almost everything there is unseen. These numbers are printed beside the paper's but recorded only as extra
   results, because the compare keys are taken by the ToolLens mirrors.
 - **Models.** MiniLM-L6 (`all-MiniLM-L6-v2`) instead of `bert-base-uncased` for all three models (the `paper`
-  profile uses bert-base-uncased); max length 128 instead of 256; the standard profile trains on a *sample*
-  of the training pairs (see the training cell: the machine gave ≈1–5 training pairs/s). sentence-transformers'
-  Trainer classes need the `datasets` package, which is not in the environment: a plain loop calls the same
+  profile uses bert-base-uncased); max length 128 instead of 256; the standard profile sees every training
+  query once, with one sampled gold API per query for the DPR and the reranker (ToolBench's recipe uses every
+  (query, gold API) pair: 24,261 pairs here, 2.6 per query, ≈2 h per epoch at the ≈3.4 pairs/s this CPU gives).
+  sentence-transformers' Trainer classes need the `datasets` package, which is not in the environment: a plain
+  loop calls the same
   sentence-transformers losses (MultipleNegativesRankingLoss, BinaryCrossEntropyLoss) with AdamW and linear
   warm-up/decay, checkpointing every 100 steps.
-- **Unstated choices.** Hard negatives: 2 per query, drawn from a retriever's top 30 (standard: the off-the-shelf
-  MiniLM, see the training cell; smoke/paper: the trained DPR, as the paper). Candidates: the DPR
+- **Unstated choices.** Hard negatives: drawn from a retriever's top 30 (standard: 1 per query from the
+  off-the-shelf MiniLM, see the training cell; smoke/paper: 2 / 5 from the trained DPR, as the paper). Candidates: the DPR
   top 50 (the largest m of the grid). The grid search picks by dev Recall@5; because the two HAR algorithms
   act on disjoint queries, τ_s and (τ_m, n) are chosen separately per (m_s, m_u) — the same optimum as the
   full 1,323-point grid. sim(r_i, r_j) of Algorithm 2 is the DPR cosine between API documents.
@@ -142,19 +130,19 @@ t1
 md(r"""
 ## Training (cached) — throughput and wall time
 
-The standard profile was sized from measured throughput on this machine (2 CPU cores shared with other jobs;
-`scripts/bench_toolrerank.py` measures it): one thread per process beats two under contention, and the
-measured rates were ≈1–5 training pairs/s and ≈10–15 scored pairs/s. So the standard profile trains
-- the DPR for one epoch over a 2,400-pair sample of the positive (query, gold API) pairs (76 steps of 32,
-  lr 2e-5, ToolBench's recipe);
-- the reranker for one epoch over the pairs of 650 training queries (every gold API + 2 hard negatives from
-  the top 30 of the *off-the-shelf* MiniLM — the DPR was still training when the reranker had to start;
-  ≈3,000 pairs, batch 16, lr 1e-4);
-- the classifier for one epoch over 2,400 training queries, half single-tool and half multi-tool (batch 16,
-  lr 1e-4).
-A first standard run with lr 2e-5 and batch 32 for the reranker and the classifier (≈75 steps each) left both
-at chance (reranker scores of gold and non-gold APIs both ≈0.56; the classifier predicted the base rate), hence
-the higher learning rate for the two freshly initialised heads. Stages run in the background with
+The standard profile was sized from measured throughput on this machine (2 CPU cores;
+`scripts/bench_toolrerank.py` measures it): one torch thread per process, ≈3.4 training pairs/s for the DPR and
+the reranker at max length 128. So the standard profile trains, each for one epoch,
+- the DPR on every training query once, paired with one of its gold APIs drawn at random (9,341 pairs, 294 steps
+  of 32, lr 2e-5 with 10 % linear warm-up — ToolBench's recipe, whose 500 warm-up steps exceed the run);
+- the reranker on every training query: one sampled gold API (label 1) and one hard negative drawn from the top
+  30 of the *off-the-shelf* MiniLM (label 0) — not from the trained DPR as in the paper, so that the reranker
+  trains in parallel with the DPR (batch 16, lr 5e-5);
+- the classifier on all single-tool training queries and as many multi-tool ones (balanced; batch 16, lr 5e-5).
+The table below gives examples, steps, pairs/s and wall time of each stage as they were measured. An earlier
+standard run (sampled 2,400 DPR pairs, 650 reranker queries; `results/` history) left the reranker unable to
+separate gold from hard-negative APIs; a first attempt at lr 2e-5 with ≈75 steps left the fresh heads at chance.
+Stages run in the background with
 `scripts/train_toolrerank.py` (in parallel processes); models land in
 `cache_dir()/models/toolrerank/<profile>-<hash>/`, so reruns only evaluate.
 """)
@@ -486,8 +474,4 @@ print(pd.Series(rec.extra["stage_seconds"], name="seconds").to_string())
 print(f"{len(rec.cells)} cells -> {path.relative_to(path.parents[2])}")
 """)
 
-nb = nbf.v4.new_notebook()
-nb.cells = cells
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nbf.write(nb, HERE / "notebooks" / "10_toolrerank.ipynb")
-print("wrote notebooks/10_toolrerank.ipynb")
+_nb.write("10_toolrerank")

@@ -365,3 +365,34 @@ def test_release_split_reads_toolbench_release_format(tmp_path):
     assert len(sp.train.queries) == 3 and len(sp.dev.queries) == 1
     assert "Data/tool_g2/api_0" in sp.train.corpus          # re-keyed to <category>/<tool>/<api>
     assert sp.subsets["I1-Tool"] == ["G1_tool/1"] and sp.subsets["I1-Inst"] == []
+
+
+# --- training examples ----------------------------------------------------------------------------
+def _train_ds():
+    corpus = {d: Document(d, "c", TOOL(d), d, f"doc {d}") for d in ["a:1", "a:2", "b:1", "c:1", "d:1"]}
+    queries = {"q1": Query("q1", "one tool"), "q2": Query("q2", "three tools")}
+    return RetrievalDataset("t", corpus, queries, {"q1": {"a:1": 1}, "q2": {"b:1": 1, "c:1": 1, "a:2": 1}})
+
+
+def test_positive_pairs_every_or_one_gold_api_per_query():
+    from toolkit.toolrerank.dual_encoder import positive_pairs
+    ds = _train_ds()
+    assert positive_pairs(ds) == [("one tool", "doc a:1"), ("three tools", "doc b:1"), ("three tools", "doc c:1"),
+                                  ("three tools", "doc a:2")]
+    one = positive_pairs(ds, per_query=1, seed=3)
+    assert [q for q, _ in one] == ["one tool", "three tools"]          # every query exactly once
+    assert one[1][1] in {"doc b:1", "doc c:1", "doc a:2"}
+    assert one == positive_pairs(ds, per_query=1, seed=3)              # seeded
+
+
+def test_reranker_pairs_positives_and_hard_negatives():
+    from toolkit.toolrerank.reranker import sample_reranker_pairs
+    ds = _train_ds()
+    ranked = {"q1": ["b:1", "a:1", "c:1", "d:1"], "q2": ["a:1", "b:1", "d:1"]}
+    pairs = sample_reranker_pairs(ds, ranked, n_neg=1, depth=2)
+    assert [(q, d, y) for q, d, y in pairs if y == 1.0] == [("one tool", "doc a:1", 1.0), ("three tools", "doc b:1", 1.0),
+                                                            ("three tools", "doc c:1", 1.0), ("three tools", "doc a:2", 1.0)]
+    # negatives come from the top `depth` only and are never gold
+    assert [(q, d) for q, d, y in pairs if y == 0.0] == [("one tool", "doc b:1"), ("three tools", "doc a:1")]
+    one = sample_reranker_pairs(ds, ranked, n_neg=1, depth=2, n_pos=1, seed=1)
+    assert [y for _, _, y in one] == [1.0, 0.0, 1.0, 0.0]

@@ -10,6 +10,8 @@ gold API, batched so that no query text and no document repeats within a batch.
 """
 from __future__ import annotations
 
+import random
+
 from pathlib import Path
 
 from toolkit.data.contract import RetrievalDataset
@@ -17,9 +19,17 @@ from toolkit.data.contract import RetrievalDataset
 from .training import batches_no_duplicates, is_trained, write_stats, set_threads, train_loop
 
 
-def positive_pairs(ds: RetrievalDataset) -> list[tuple[str, str]]:
-    """(query text, document text) for every gold API of every query, in qrels order."""
-    return [(ds.queries[q].text, ds.corpus[d].text) for q in ds.qrels for d, r in ds.qrels[q].items() if r > 0]
+def positive_pairs(ds: RetrievalDataset, per_query: int = 0, seed: int = 0) -> list[tuple[str, str]]:
+    """(query text, document text) for every gold API of every query, in qrels order; ``per_query``
+    > 0 keeps a seeded sample of that many gold APIs per query (every query still contributes)."""
+    rng = random.Random(seed)
+    out = []
+    for q in ds.qrels:
+        gold = [d for d, r in ds.qrels[q].items() if r > 0]
+        if per_query and len(gold) > per_query:
+            gold = rng.sample(gold, per_query)
+        out += [(ds.queries[q].text, ds.corpus[d].text) for d in gold]
+    return out
 
 
 def load_base_encoder(base: str, max_seq_length: int = 256, device: str = "cpu"):

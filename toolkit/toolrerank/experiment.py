@@ -39,6 +39,7 @@ class Setup:
     heldout_tool_frac: float = 0.1
     # dual encoder (ToolBench recipe: lr 2e-5, warm-up, mean pooling, in-batch negatives)
     de_pairs: int = 0                # 0 = every positive pair; else a seeded sample of this many
+    de_pos: int = 0                  # gold APIs per training query (0 = all; 1 = one sampled, every query once)
     de_epochs: int = 1
     de_batch: int = 32
     de_max_len: int = 256
@@ -46,6 +47,7 @@ class Setup:
     de_lr: float = 2e-5
     # cross-encoder
     ce_queries: int = 0              # training queries whose pairs train the reranker (0 = all)
+    ce_pos: int = 0                  # gold APIs per query (0 = all; 1 = one sampled)
     ce_neg: int = 2                  # hard negatives per query, from the top ce_depth of ...
     ce_depth: int = 30
     ce_neg_source: str = "dpr"       # ... dpr: the trained DPR (the paper); base: the untrained base encoder
@@ -91,11 +93,13 @@ PROFILES = {
     # seconds: a few optimizer steps on tiny samples
     "smoke": Setup("smoke", de_pairs=48, de_batch=16, de_max_len=128, de_warmup=1, ce_queries=16, ce_neg=2,
                    ce_batch=16, ce_max_len=128, cl_examples=48, cl_batch=16, max_steps=3),
-    # this machine (2 shared CPU cores): sized from measured throughput, see the notebook. The reranker and
-    # the classifier get fresh heads and ~150-200 steps, so they use lr 1e-4 (2e-5 left them at chance)
-    "standard": Setup("standard", de_pairs=2400, de_batch=32, de_max_len=128, de_warmup=8,
-                      ce_queries=650, ce_neg=2, ce_batch=16, ce_max_len=128, ce_lr=1e-4, ce_neg_source="base",
-                      cl_examples=2400, cl_balance=True, cl_batch=16, cl_lr=1e-4),
+    # this machine (2 CPU cores, ~3-4 training pairs/s per core at max length 128): every training query once
+    # (one sampled gold API each) for the DPR and the reranker (+ 1 hard negative from the off-the-shelf
+    # MiniLM's top 30, so the two train in parallel), a single/multi-balanced classifier over all queries of
+    # the minority class. The reranker and classifier heads are fresh: lr 5e-5 (2e-5 with ~75 steps stayed at chance)
+    "standard": Setup("standard", de_pos=1, de_batch=32, de_max_len=128,
+                      ce_pos=1, ce_neg=1, ce_batch=16, ce_max_len=128, ce_lr=5e-5, ce_neg_source="base",
+                      cl_balance=True, cl_batch=16, cl_lr=5e-5),
     # the paper: bert-base-uncased, all pairs, ToolBench's recipe (needs a GPU)
     "paper": Setup("paper", base="bert-base-uncased", threads=0, de_epochs=5, de_max_len=256, de_warmup=500,
                    ce_neg=5, ce_max_len=256, cl_epochs=2),
@@ -142,7 +146,7 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
             and not (root / "dual_encoder" / "final").is_dir():
         raise RuntimeError("the reranker's hard negatives need the trained dual encoder: train it first")
     if "dual_encoder" in stages:
-        pairs = _sample(positive_pairs(train), setup.de_pairs, setup.seed)
+        pairs = _sample(positive_pairs(train, setup.de_pos, setup.seed), setup.de_pairs, setup.seed)
         de_path, stats["dual_encoder"] = train_dual_encoder(
             pairs, root / "dual_encoder", base=setup.base, epochs=setup.de_epochs, batch_size=setup.de_batch,
             lr=setup.de_lr, warmup_steps=setup.de_warmup, max_seq_length=setup.de_max_len, max_steps=steps,
@@ -216,7 +220,7 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     run = retr.search(ce_ds.query_texts(), k=setup.ce_depth)
     ranked = {q: sorted(r, key=lambda d: -r[d]) for q, r in run.items()}
     mine_s = time.perf_counter() - t
-    ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed)
+    ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed, n_pos=setup.ce_pos)
     ce_path, stats = train_cross_encoder(
         ce_pairs, out, base=base, epochs=setup.ce_epochs, batch_size=setup.ce_batch,
         lr=setup.ce_lr, max_length=setup.ce_max_len, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)

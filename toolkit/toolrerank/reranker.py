@@ -19,15 +19,19 @@ from .training import batches_no_duplicates, is_trained, write_stats, read_stats
 
 
 def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]], n_neg: int = 3, depth: int = 30,
-                          seed: int = 0) -> list[tuple[str, str, float]]:
-    """(query text, doc text, label): every gold API (label 1) and ``n_neg`` non-gold APIs drawn at
-    random from the query's top ``depth`` retrieved candidates (label 0)."""
+                          seed: int = 0, n_pos: int = 0) -> list[tuple[str, str, float]]:
+    """(query text, doc text, label): every gold API (label 1) — or a seeded sample of ``n_pos`` of
+    them when ``n_pos`` > 0 — and ``n_neg`` non-gold APIs drawn at random from the query's top
+    ``depth`` retrieved candidates (label 0)."""
     rng = random.Random(seed)
     out = []
     for q in ds.qrels:
         gold = {d for d, r in ds.qrels[q].items() if r > 0}
         text = ds.queries[q].text
-        out += [(text, ds.corpus[d].text, 1.0) for d in gold]
+        pos = sorted(gold, key=list(ds.qrels[q]).index)
+        if n_pos and len(pos) > n_pos:
+            pos = rng.sample(pos, n_pos)
+        out += [(text, ds.corpus[d].text, 1.0) for d in pos]
         negs = [d for d in ranked.get(q, [])[:depth] if d not in gold]
         out += [(text, ds.corpus[d].text, 0.0) for d in rng.sample(negs, min(n_neg, len(negs)))]
     return out

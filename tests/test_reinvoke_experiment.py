@@ -1,0 +1,114 @@
+"""The Re-Invoke experiment (toolkit.reinvoke.experiment): conditions are computed only from complete
+cached inputs, "first m samples" keeps the sample index, records land under the paper's keys, case
+studies pick what they say. Tiny hand-built data and a fake embedding; no model, no cache file."""
+from __future__ import annotations
+
+import pytest
+
+from test_reinvoke import EXPANSIONS, INTENT_MAP, fake_embed, tiny  # noqa: F401  (tiny is a fixture)
+from toolkit.reinvoke import experiment as E
+from toolkit.reinvoke.pipeline import hyde_run, reinvoke_run
+from toolkit.results import Recorder
+
+
+def _gens(ds, m=2, intents=True, hyde=True, gaps=False):
+    g = E.Generations(E.MAIN_BACKBONE)
+    g.intents["tiny"] = dict(INTENT_MAP) if intents else {"q0": INTENT_MAP["q0"]}
+    g.hyde["tiny"] = {q: "weather forecast playlist" for q in ds.queries} if hyde else {}
+    g.samples["tiny"] = {d: list(EXPANSIONS[d][:m]) for d in ds.corpus}
+    if gaps:
+        g.samples["tiny"]["HotelTool"][0] = None     # sample 0 of one tool not generated yet
+    return g
+
+
+def test_complete_m_and_expansions_keep_the_sample_index():
+    g = E.Generations("x")
+    g.samples["d"] = {"A": ["a0", None, "a2"], "B": ["b0", "", "b2"], "C": ["c0", "c1", "c2"]}
+    assert g.complete_m("d") == 1                  # A misses sample 1
+    assert g.expansions("d", 1) == {"A": ["a0"], "B": ["b0"], "C": ["c0"]}
+    # samples 0..2 -> A has no sample 1, B's sample 1 parsed to nothing: both keep what they have
+    assert g.expansions("d", 3) == {"A": ["a0", "a2"], "B": ["b0", "b2"], "C": ["c0", "c1", "c2"]}
+    assert g.complete_m("missing") == 0
+
+
+def _conds(ds, gens, m=2):
+    sets = {"tiny": E.EvalSet(ds, ds)}
+    return sets, {c.method: c for c in E.conditions(sets, gens, fake_embed, m=m, k=5) if c.dataset == "tiny"}
+
+
+def test_conditions_computed_from_complete_inputs(tiny):
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny)})
+    assert c["Re-Invoke (dense)"].compute() == reinvoke_run(tiny, "dense", EXPANSIONS, INTENT_MAP, embed=fake_embed, k=5)
+    assert c["Re-Invoke (BM25)"].compute() == reinvoke_run(tiny, "bm25", EXPANSIONS, INTENT_MAP, k=5)
+    hy = {q: "weather forecast playlist" for q in tiny.queries}
+    assert c["HyDE (dense)"].compute() == hyde_run(tiny, "dense", hy, embed=fake_embed, k=5)
+    assert c["+ Intent extractor"].compute() == reinvoke_run(tiny, "dense", None, INTENT_MAP, embed=fake_embed, k=5)
+    assert c["Synthetic query only"].compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None, embed=fake_embed,
+                                                               k=5, mode="query_only")
+    assert c["Max similarity"].compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None, embed=fake_embed, k=5,
+                                                         copy_agg="max")
+    assert c["1 synthetic query"].compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None, embed=fake_embed, k=5,
+                                                            m=1)
+    assert c["5 synthetic queries"].compute is None and "m=2 < 5" in c["5 synthetic queries"].pending
+    assert not [n for n in c if n.endswith(", m=1")]          # complete at m: no partial extra
+
+
+def test_incomplete_inputs_are_pending_never_partial(tiny):
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny, intents=False, hyde=False)})
+    assert c["Re-Invoke (dense)"].compute is None
+    assert c["Re-Invoke (dense)"].pending == "intents for 1/2 queries"
+    assert c["HyDE (BM25)"].compute is None and c["HyDE (BM25)"].pending == "HyDE documents for 0/2 queries"
+    assert c["+ Intent extractor"].compute is None
+    assert c["+ Query generator"].compute is not None          # needs no intents
+    # one tool lacks sample 0: nothing with synthetic queries can run; Re-Invoke pending on both counts
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny, gaps=True)})
+    assert c["+ Query generator"].compute is None and c["1 synthetic query"].compute is None
+    assert "synthetic queries complete for m=0 < 2" in c["Re-Invoke (dense)"].pending
+
+
+def test_partial_m_extra_row(tiny):
+    gens = {E.MAIN_BACKBONE: _gens(tiny, m=1)}
+    sets, c = _conds(tiny, gens, m=2)
+    assert c["Re-Invoke (dense)"].compute is None
+    extra = c["Re-Invoke (dense), m=1"]
+    assert extra.tables == ("extra",)
+    assert extra.compute() == reinvoke_run(tiny, "dense", EXPANSIONS, INTENT_MAP, embed=fake_embed, k=5, m=1)
+
+
+def test_second_backbone_rows_are_suffixed(tiny):
+    gens = {E.MAIN_BACKBONE: _gens(tiny), "qwen-0.5b": _gens(tiny, intents=False)}
+    sets, c = _conds(tiny, gens)
+    assert c["Re-Invoke (dense) [qwen-0.5b]"].compute is None
+    assert c["HyDE (dense) [qwen-0.5b]"].tables == ("extra",)
+
+
+def test_run_record_and_frames(tiny):
+    sets = {"tiny": E.EvalSet(tiny, tiny)}
+    conds = E.conditions(sets, {E.MAIN_BACKBONE: _gens(tiny)}, fake_embed, m=2, k=5)
+    runs, values, pending = E.run_conditions(conds, sets)
+    assert ("tiny", "Dense", "all") in runs and ("tiny", "Dense", "llm") in runs
+    assert set(pending["method"]) == {"5 synthetic queries", "10 synthetic queries"}
+    rec = Recorder("20_reinvoke", "smoke")
+    E.record(rec, values)
+    keys = {(c["table"], c["method"], c["metric"]) for c in rec.cells}
+    assert ("6", "Re-Invoke (dense)", "recall@1") in keys and ("1", "Re-Invoke (dense)", "ndcg@5") in keys
+    assert ("1", "Re-Invoke (dense)", "recall@1") not in keys
+    assert ("3A", "Dense", "ndcg@5") in keys and not any(t == "extra" for t, _, _ in keys)
+    f = E.table_frame(values, "3D")
+    assert list(f.index) == ["Max similarity", "Mean similarity"]
+    check = E.replay_slice(runs, sets, dataset="tiny", n=1)
+    assert check["qids"] == ["q0"] and set(check["values"]) == {"Re-Invoke (BM25)", "HyDE (BM25)",
+                                                                 "+ Query generator (BM25)",
+                                                                 "+ Intent extractor (BM25)"}
+
+
+def test_case_studies_pick_wins_and_losses(tiny):
+    base = {"q0": {"HotelTool": 3, "MusicTool": 2, "FlightTool": 1}, "q1": {"WeatherTool": 2, "MusicTool": 1}}
+    other = {"q0": {"FlightTool": 3, "RestaurantTool": 2, "HotelTool": 1}, "q1": {"HotelTool": 2, "FlightTool": 1}}
+    wins = E.case_studies(tiny, base, other, 2, wins=True, intents=INTENT_MAP)
+    assert wins["query"].tolist() == [tiny.queries["q0"].text]
+    assert wins.iloc[0]["gold"] == "FlightTool, RestaurantTool" and "book a flight" in wins.iloc[0]["intents"]
+    losses = E.case_studies(tiny, base, other, 2, wins=False)
+    assert losses["query"].tolist() == [tiny.queries["q1"].text]
+    with pytest.raises(KeyError):
+        E.case_studies(tiny, base, other, 2).loc[0, "intents"]

@@ -255,10 +255,36 @@ md(r"""
 Pass rate of ToolLLaMA-7B with DFSDT over live RapidAPI calls, using each retriever's tools: needs a live agent and
 RapidAPI access, not available here — not run.
 
-## Reading
+## Reading (standard run of 2026-11-23; the smoke profile's 12 queries per dataset mean nothing)
 
-See the standard run's reading in `results/20_reinvoke/standard.ipynb` and the README; the smoke profile's numbers
-are on 12 queries per dataset and mean nothing.
+**What could run.** Intents (Qwen2.5-Coder-1.5B) for all 497 ToolE multi-tool queries and the 1,000-query single-tool
+sample; one synthetic query per ToolE tool (m = 1 of the paper's 10); HyDE only for the smoke queries; nothing yet for
+ToolBench or the 0.5B backbone. So the paper's main Re-Invoke rows (m = 10) are pending, and what we can compare is
+the baselines, the intent extractor alone (Table 3A) and the query generator with one query (Table 3C, m = 1).
+
+**Baselines hold.** On ToolE, where data and corpus are the paper's, BM25 is within 0.04 nDCG@5 of the paper
+(single 0.366 vs 0.374, multi 0.225 vs 0.264) and MiniLM matches Vertex AI (0.661 vs 0.652; 0.494 vs 0.530). On
+ToolBench, dense matches (I1 0.594 vs 0.596, I3 0.467 vs 0.463) while our BM25 is far higher (I1 0.623 vs 0.348)
+because our corpus is the groups' candidate pools, not the whole library.
+
+**Intent extractor (3A) — half holds.** It helps multi-tool queries as the paper says (dense 0.494 → 0.539, paper
+0.530 → 0.584; BM25 0.225 → 0.260), and it hurts single-tool ones (0.664 → 0.611 on the sample; paper +0.023):
+for a single-intent query, multi-view ranking is plain ranking of the rewritten query, and the 1.5B model's
+rewrites drop words the embedding relied on (Table 9 style cases: "I want to see a gif of the sunrise" → "view a
+gif of the sunrise" puts an image-description tool first).
+
+**Query generator with m = 1 (3C) — does not hold for dense, holds strongly for BM25.** One synthetic query appended
+to each ToolE document lowers dense nDCG@5 (single 0.664 → 0.653, multi 0.494 → 0.437; paper m = 1: 0.739 and 0.650,
+both gains), while full Re-Invoke with BM25 and m = 1 gains +0.09 / +0.11 (single 0.379 → 0.468, multi 0.225 →
+0.335): the appended query adds the vocabulary users type (doc2query-style expansion), which BM25 needs and MiniLM
+does not, and a single long generated query (122 completion tokens on average; 87 of 263 answers cut at the 160-token cap) pulls the
+copy's embedding towards one phrasing. The generated queries are specific to their tool (round trip, m = 1: recall@5
+0.884, recall@10 0.899; paper, m = 10: 0.913 / 0.946), so the loss is not noise in the queries; whether m = 5 / 10
+(averaging several phrasings) turns the dense result around is the open question the pending rows answer.
+
+**Re-Invoke (dense, m = 1)** is below the dense baseline on single-tool (0.591 vs 0.664) and slightly above it on
+multi-tool (0.511 vs 0.494); the paper's +20 % / +39 % relative gains are claims about m = 10 with a much larger LLM
+and are not tested by this run.
 """)
 
 code(r"""

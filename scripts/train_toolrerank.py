@@ -16,12 +16,9 @@ import json
 import time
 
 from toolkit.data import load_dataset
-from toolkit.toolrerank.experiment import PROFILES, eval_sets, prescore, train_all, transfer_sets
+from toolkit.toolrerank.experiment import EVAL_SIZES, PROFILES, eval_sets, prescore, train_all, transfer_sets
 from toolkit.toolrerank.splits import make_split
 
-# the notebook's defaults for the evaluation sizes per profile: (queries per subset, dev queries,
-# queries per ToolBench group)
-EVAL_SIZES = {"smoke": (2, 6, 1), "standard": (40, 60, 8), "paper": (0, 600, 0)}
 
 
 def main() -> None:

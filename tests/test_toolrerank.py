@@ -325,6 +325,23 @@ def test_coverage_statistics_and_proxy():
     assert curves["x"][1] == pytest.approx((0.5 + 0.0) / 2) and "dpr" in curves["x"]
 
 
+def test_seen_share_and_reranker_scores_by_label():
+    from toolkit.toolrerank import analysis
+    c, _ = _candidates({"q1": True, "q2": False})
+    # seen tools t1, t2. top 2: q1 dpr [t1_0, t3_0] -> 1/2; q2 dpr [t3_0, t3_1] -> 0
+    assert analysis.seen_share_in_top(c, "dpr", k=2) == pytest.approx(0.25)
+    # rerank-6 by score: q1 [t1_0 .95, t3_0 .7] -> 1/2; q2 [t3_0 .9, t3_1 .8] -> 0
+    assert analysis.seen_share_in_top(c, "rerank-6", k=2) == pytest.approx(0.25)
+    c.scores["q2"]["t1_0"] = 0.99                  # the reranker now prefers a seen-tool API for q2
+    assert analysis.seen_share_in_top(c, "rerank-6", k=2) == pytest.approx((0.5 + 0.5) / 2)
+    got = analysis.reranker_scores_by_label(c, depth=6)
+    # gold in C: q1 t1_0 .95; q2 t3_1 .8, t2_0 .5
+    assert got["gold"] == pytest.approx((0.95 + 0.8 + 0.5) / 3)
+    # non-gold seen-tool APIs (t1, t2): q1 t2_0 .6, t1_1 .1; q2 t1_0 .99, t1_1 .3
+    assert got["other (seen tool)"] == pytest.approx((0.6 + 0.1 + 0.99 + 0.3) / 4)
+    assert got["other (unseen tool)"] == pytest.approx((0.7 + 0.3 + 0.2 + 0.9 + 0.2) / 5)
+
+
 def test_tables_averages_and_keys():
     from toolkit.toolrerank import tables
     vals = {n: {"recall@5": v} for n, v in zip(["I1-Inst", "I2-Inst", "I3-Inst", "I1-Tool", "I1-Cat", "I2-Cat"],
@@ -343,6 +360,21 @@ def test_profiles_hash_only_training_parameters():
     assert "profile" not in p and "threads" not in p and "ce_neg_source" in p
     assert Setup(ce_neg_source="base").reranker_dir != Setup().reranker_dir
     assert PROFILES["paper"].base == "bert-base-uncased"
+    # the default negative pool keeps the cache keys of earlier rerankers; "seen" is a new model
+    assert "ce_neg_pool" not in p and Setup(ce_neg_pool="seen").reranker_dir != Setup().reranker_dir
+    with pytest.raises(ValueError, match="ce_neg_pool"):
+        Setup(ce_neg_pool="unseen")
+
+
+def test_negative_pool_keeps_held_out_tools_out_of_training():
+    from toolkit.toolrerank.experiment import negative_pool
+    ds = _dataset()
+    train = ds.subset(["q1"])                       # gold tool t1 only: t2, t3, t4 are not seen
+    ids, texts = negative_pool(train, "seen")
+    assert ids == ["t1_0", "t1_1", "t1_2"] and texts[0] == "t1 api 0"
+    assert negative_pool(train, "all")[0] == list(ds.corpus)
+    with pytest.raises(ValueError, match="negative pool"):
+        negative_pool(train, "none")
 
 
 def test_release_split_reads_toolbench_release_format(tmp_path):
@@ -396,3 +428,27 @@ def test_reranker_pairs_positives_and_hard_negatives():
     assert [(q, d) for q, d, y in pairs if y == 0.0] == [("one tool", "doc b:1"), ("three tools", "doc a:1")]
     one = sample_reranker_pairs(ds, ranked, n_neg=1, depth=2, n_pos=1, seed=1)
     assert [y for _, _, y in one] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_claims_read_the_tables():
+    from toolkit.toolrerank.analysis import claims
+    R = lambda x: {"all-avg": {"recall@5": x}}     # noqa: E731
+    t3 = {"DPR": R(0.5), "Rerank-10": R(0.6), "Rerank-30": R(0.55), "Rerank-50": R(0.4), "ToolRerank": R(0.7)}
+    t5 = {"ToolRerank (m_s=10, m_u=50)": R(0.7), "ToolRerank (m_s=10, m_u=10)": R(0.65),
+          "ToolRerank (m_s=50, m_u=10)": R(0.6)}
+    t6 = {"ToolRerank (none)": {"single-avg": {"recall@5": 0.5}, "multi-avg": {"recall@5": 0.4}},
+          "ToolRerank (single)": {"single-avg": {"recall@5": 0.6}, "multi-avg": {"recall@5": 0.3}},
+          "ToolRerank (multi)": {"single-avg": {"recall@5": 0.5}, "multi-avg": {"recall@5": 0.4}}}
+    t7 = {"ToolRerank (extended seen=no, unseen=yes)": {"single-avg": {"recall@5": 0.6}},
+          "ToolRerank (extended seen=no, unseen=no)": {"single-avg": {"recall@5": 0.5}}}
+    fig = [{"tools": "seen", "m": 10, "recall@5": 0.6}, {"tools": "seen", "m": 30, "recall@5": 0.5},
+           {"tools": "unseen", "m": 10, "recall@5": 0.5}, {"tools": "unseen", "m": 30, "recall@5": 0.6},
+           {"tools": "unseen", "m": "dpr", "recall@5": 0.9}]
+    got = {c["claim"].split(" (")[0]: c["holds"] for c in claims(t3, t5, t6, t7, fig)}
+    assert got == {"reranking helps": "no", "ToolRerank > every Rerank-m": "yes",
+                   "fewer candidates for seen tools, more for unseen": "yes",
+                   "m_s < m_u beats m_s = m_u and m_s > m_u": "yes", "HAR helps when it matches the query type": "yes",
+                   "extended list for unseen tools only is best": "yes"}
+    t3["Rerank-50"] = R(0.51)
+    assert claims(t3, {}, {}, {})[0]["holds"] == "yes"
+    assert claims({}, {}, {}, {}) == []

@@ -84,6 +84,27 @@ def recall_vs_candidates(cands: Mapping[str, Candidates], ms: list[int], k: int 
     return out
 
 
+def seen_share_in_top(c: Candidates, method, k: int = 5) -> float:
+    """Mean over queries of the share of a method's top ``k`` APIs whose tool is seen in training.
+
+    On unseen-tool queries every such API is wrong; a reranker biased towards the tools it was trained
+    on raises this share above the retriever's (the failure Adaptive Truncation is meant to contain)."""
+    lists = method_lists(c, method)
+    vals = [sum(c.tool_of(d) in c.seen for d in L[:k]) / len(L[:k]) for L in lists.values() if L]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def reranker_scores_by_label(c: Candidates, depth: int = 50) -> dict[str, float]:
+    """Mean reranker score of gold vs non-gold APIs among the retriever's top ``depth`` candidates,
+    non-gold split into seen-tool and unseen-tool APIs (how well the reranker separates them)."""
+    acc: dict[str, list[float]] = {"gold": [], "other (seen tool)": [], "other (unseen tool)": []}
+    for q, rel in c.dataset.qrels.items():
+        for d in c.ranked[q][:depth]:
+            key = "gold" if d in rel else "other (seen tool)" if c.tool_of(d) in c.seen else "other (unseen tool)"
+            acc[key].append(c.scores[q][d])
+    return {k: float(np.mean(v)) if v else float("nan") for k, v in acc.items()}
+
+
 def _label(c: Candidates, d: str) -> str:
     doc = c.dataset.corpus[d]
     return f"Tool: {doc.tool}, API: {doc.api}"
@@ -130,3 +151,80 @@ def find_case(c: Candidates, baseline: str, cfg: ToolRerankConfig, top: int = 5,
                     best = (key, q, d, rb, ro)
     return None if best is None else {"qid": best[1], "doc": best[2], "baseline_rank": min(best[3], 10 ** 6),
                                       "toolrerank_rank": best[4]}
+
+
+def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[dict] | None = None,
+           metric: str = "recall@5") -> list[dict]:
+    """The paper's claims checked on one set of tables (``{method: {subset/average: {metric: v}}}``, as
+    the notebook builds them; the paper's own numbers in the same layout give the paper's column).
+
+    1. reranking helps (§4.2): every Rerank-m above DPR on the all-average;
+    2. ToolRerank beats every Rerank-m (Table 3);
+    3. fewer candidates for seen tools, more for unseen (Figure 1(a)): the best m is smaller for seen;
+    4. m_s < m_u beats equal and reversed (Table 5): best row of each relation;
+    5. HAR helps when its algorithm matches the query type (Table 6): Algorithm 1 raises the
+       single-tool average, Algorithm 2 does not lower the multi-tool one;
+    6. the extended list helps only for unseen tools (Table 7): unseen-only is the best row.
+    Rows whose inputs are missing (e.g. the paper has no Figure 1(a) numbers) are left out."""
+    out = []
+
+    def v(t, m, col="all-avg"):
+        try:
+            x = t[m][col][metric]
+        except (KeyError, TypeError):
+            return None
+        return None if x is None or x != x else float(x)
+
+    def row(claim, holds, evidence):
+        out.append({"claim": claim, "holds": "yes" if holds else "no", "evidence": evidence})
+
+    dpr, rr = v(t3, "DPR"), {m: v(t3, m) for m in ("Rerank-10", "Rerank-30", "Rerank-50")}
+    tr = v(t3, "ToolRerank")
+    if dpr is not None and None not in rr.values():
+        row("reranking helps (every Rerank-m > DPR, all-avg)", all(x > dpr for x in rr.values()),
+            f"DPR {dpr:.3f}; " + ", ".join(f"{m} {x:.3f}" for m, x in rr.items()))
+        if tr is not None:
+            row("ToolRerank > every Rerank-m (all-avg)", all(tr > x for x in rr.values()),
+                f"ToolRerank {tr:.3f} vs best Rerank-m {max(rr.values()):.3f}")
+    if fig_rows:
+        best = {}
+        for part in ("seen", "unseen"):
+            pts = [(r["recall@5"], -int(r["m"])) for r in fig_rows if r["tools"] == part and r["m"] != "dpr"]
+            if pts:
+                best[part] = -max(pts)[1]
+        if len(best) == 2:
+            row("fewer candidates for seen tools, more for unseen (Fig. 1a: best m seen < best m unseen)",
+                best["seen"] < best["unseen"], f"best m: seen {best['seen']}, unseen {best['unseen']}")
+    rel = {"<": [], "=": [], ">": []}
+    for m in t5:
+        ms, mu = (int(x) for x in m.split("m_s=")[1].split(")")[0].split(", m_u="))
+        x = v(t5, m)
+        if x is not None:
+            rel["<" if ms < mu else "=" if ms == mu else ">"].append((x, m))
+    if all(rel.values()):
+        b = {k: max(x) for k, x in rel.items()}
+        row("m_s < m_u beats m_s = m_u and m_s > m_u (Table 5, best row of each)",
+            b["<"][0] > b["="][0] and b["<"][0] > b[">"][0],
+            "; ".join(f"m_s{k}m_u best {x:.3f} {m.split(' ', 1)[1]}" for k, (x, m) in b.items()))
+    none_s, single_s = v(t6, "ToolRerank (none)", "single-avg"), v(t6, "ToolRerank (single)", "single-avg")
+    none_m, multi_m = v(t6, "ToolRerank (none)", "multi-avg"), v(t6, "ToolRerank (multi)", "multi-avg")
+    if None not in (none_s, single_s, none_m, multi_m):
+        row("HAR helps when it matches the query type (Alg. 1 on single-tool > none; Alg. 2 on multi-tool >= none)",
+            single_s > none_s and multi_m >= none_m,
+            f"single-avg none {none_s:.3f} -> Alg. 1 {single_s:.3f}; multi-avg none {none_m:.3f} -> Alg. 2 {multi_m:.3f}")
+    ext = {m: v(t7, m, "single-avg") for m in t7}
+    if ext and None not in ext.values():
+        top = max(ext, key=ext.get)
+        row("extended list for unseen tools only is best (Table 7)", top.endswith("seen=no, unseen=yes)"),
+            "; ".join(f"{m.split('(')[1].rstrip(')')}: {x:.3f}" for m, x in ext.items()))
+    return out
+
+
+def table_values(frame) -> dict:
+    """A paper frame of :func:`tables.paper_frame` (percent, columns (subset, metric)) as
+    ``{method: {subset: {metric: fraction}}}``, the layout :func:`claims` reads."""
+    out: dict = {}
+    for method, r in frame.iterrows():
+        for (col, met), x in r.items():
+            out.setdefault(method, {}).setdefault(col, {})[met] = None if x != x else float(x) / 100
+    return out

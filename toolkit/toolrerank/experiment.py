@@ -18,7 +18,7 @@ from toolkit.data.contract import RetrievalDataset
 from .classifier import QueryClassifier, classifier_examples, train_classifier
 from .dual_encoder import positive_pairs, train_dual_encoder
 from .reranker import Reranker, sample_reranker_pairs, train_cross_encoder
-from .splits import SeenUnseenSplit
+from .splits import SeenUnseenSplit, seen_tools, tool_id
 from .training import model_dir, set_threads, write_stats
 
 
@@ -51,6 +51,8 @@ class Setup:
     ce_neg: int = 2                  # hard negatives per query, from the top ce_depth of ...
     ce_depth: int = 30
     ce_neg_source: str = "dpr"       # ... dpr: the trained DPR (the paper); base: the untrained base encoder
+    ce_neg_pool: str = "all"         # negatives from: all = the whole library; seen = APIs of training (seen)
+                                     # tools only, so held-out tools never appear in training, not even as negatives
     ce_epochs: int = 1
     ce_batch: int = 32
     ce_max_len: int = 256
@@ -64,6 +66,12 @@ class Setup:
     cl_batch: int = 32
     cl_lr: float = 2e-5
 
+    def __post_init__(self):
+        if self.ce_neg_pool not in ("all", "seen"):
+            raise ValueError(f"Setup.ce_neg_pool must be 'all' or 'seen', got {self.ce_neg_pool!r}")
+        if self.ce_neg_source not in ("dpr", "base"):
+            raise ValueError(f"Setup.ce_neg_source must be 'dpr' or 'base', got {self.ce_neg_source!r}")
+
     def stage_params(self, stage: str) -> dict:
         """The parameters that decide one stage's weights (its cache key)."""
         d = asdict(self)
@@ -72,6 +80,8 @@ class Setup:
                                                             "classifier": "cl_"}[stage])}
         if own.get("ce_rounds") == 1:
             own.pop("ce_rounds")     # the default: keeps cache keys of one-round rerankers stable
+        if own.get("ce_neg_pool") == "all":
+            own.pop("ce_neg_pool")   # likewise
         return {**common, **own}
 
     def training_params(self) -> dict:
@@ -96,14 +106,22 @@ PROFILES = {
     # this machine (2 CPU cores, ~3-4 training pairs/s per core at max length 128): every training query once
     # (one sampled gold API each) for the DPR and the reranker (+ 1 hard negative from the off-the-shelf
     # MiniLM's top 30, so the two train in parallel), a single/multi-balanced classifier over all queries of
-    # the minority class. The reranker and classifier heads are fresh: lr 5e-5 (2e-5 with ~75 steps stayed at chance)
+    # the minority class. The reranker and classifier heads are fresh: lr 5e-5 (2e-5 with ~75 steps stayed at chance).
+    # Negatives only from seen tools' APIs: with negatives from the whole 464-API library, each held-out API was
+    # a training negative ~20 times and never a positive, and the reranker learned to score unseen tools low
+    # (gold APIs of I1-Tool 0.12 vs wrong seen-tool APIs 0.40; notebook, "Why reranking fails on unseen tools")
     "standard": Setup("standard", de_pos=1, de_batch=32, de_max_len=128,
-                      ce_pos=1, ce_neg=1, ce_batch=16, ce_max_len=128, ce_lr=5e-5, ce_neg_source="base",
+                      ce_pos=1, ce_neg=1, ce_batch=16, ce_max_len=128, ce_lr=5e-5, ce_neg_source="base", ce_neg_pool="seen",
                       cl_balance=True, cl_batch=16, cl_lr=5e-5),
     # the paper: bert-base-uncased, all pairs, ToolBench's recipe (needs a GPU)
     "paper": Setup("paper", base="bert-base-uncased", threads=0, de_epochs=5, de_max_len=256, de_warmup=500,
                    ce_neg=5, ce_max_len=256, cl_epochs=2),
 }
+
+
+# evaluation sizes per profile: (queries per test subset, dev queries for the grid search, queries per
+# ToolBench group); 0 = all. standard: the paper's 100 per subset.
+EVAL_SIZES = {"smoke": (2, 6, 1), "standard": (100, 200, 20), "paper": (0, 600, 0)}
 
 
 @dataclass
@@ -196,6 +214,19 @@ def _stage_wall(directory: Path, st: dict, t0: float) -> None:
         write_stats(directory, st)
 
 
+def negative_pool(train: RetrievalDataset, pool: str = "all") -> tuple[list[str], list[str]]:
+    """The APIs (ids, texts) the reranker's hard negatives are mined from: the whole library (``all``) or
+    only APIs of tools with a gold API in ``train`` (``seen``: held-out tools stay out of training entirely)."""
+    ids, texts = train.doc_texts()
+    if pool == "all":
+        return ids, texts
+    if pool != "seen":
+        raise ValueError(f"negative pool must be 'all' or 'seen', got {pool!r}")
+    seen = seen_tools(train)
+    keep = [i for i, d in enumerate(ids) if tool_id(train.corpus[d]) in seen]
+    return [ids[i] for i in keep], [texts[i] for i in keep]
+
+
 def _train_reranker(split, setup, root, de_path, steps, log):
     from dataclasses import replace
 
@@ -215,7 +246,7 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     ce_qids = _sample(sorted(train.queries), setup.ce_queries, setup.seed + 1 + 100 * (setup.ce_rounds - 1))
     ce_ds = train.subset(ce_qids)
     retr = build_retriever(f"dense:{de_path}" if source == "dpr" else f"dense:{setup.base}", batch_size=64)
-    ids, texts = ce_ds.doc_texts()
+    ids, texts = negative_pool(train, setup.ce_neg_pool)
     retr.index(ids, texts)
     run = retr.search(ce_ds.query_texts(), k=setup.ce_depth)
     ranked = {q: sorted(r, key=lambda d: -r[d]) for q, r in run.items()}
@@ -228,6 +259,7 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     stats["hard_negative_mining_s"] = round(mine_s, 1)
     stats["stage_wall_s"] = round(time.perf_counter() - t, 1)
     stats["negatives_from"] = source
+    stats["negative_pool"] = f"{setup.ce_neg_pool} ({len(ids)} APIs)"
     if rounds:
         this = dict(stats)
         stats["rounds"] = rounds + [this]

@@ -257,18 +257,21 @@ RapidAPI access, not available here — not run.
 
 ## Reading (standard run of 2026-11-23; the smoke profile's 12 queries per dataset mean nothing)
 
-**What could run.** Intents (Qwen2.5-Coder-1.5B) for all 497 ToolE multi-tool queries and the 1,000-query single-tool
-sample; one synthetic query per ToolE tool (m = 1 of the paper's 10); HyDE only for the smoke queries; nothing yet for
-ToolBench or the 0.5B backbone. So the paper's main Re-Invoke rows (m = 10) are pending, and what we can compare is
-the baselines, the intent extractor alone (Table 3A) and the query generator with one query (Table 3C, m = 1).
+**What could run.** Intents (Qwen2.5-Coder-1.5B) for all 497 ToolE multi-tool queries, the 1,000-query single-tool
+sample and ToolBench I2 (230) and I3 (61); one synthetic query per ToolE tool (m = 1 of the paper's 10); HyDE only for
+the smoke queries; nothing yet for ToolBench I1, ToolBench synthetic queries or the 0.5B backbone. So the paper's main
+Re-Invoke rows (m = 10) are pending, and what we can compare is the baselines, the intent extractor alone (Table 3A)
+and the query generator with one query (Table 3C, m = 1). Mean vs max (3D) and m = 5 / 10 (3C) are not answered yet.
 
 **Baselines hold.** On ToolE, where data and corpus are the paper's, BM25 is within 0.04 nDCG@5 of the paper
 (single 0.366 vs 0.374, multi 0.225 vs 0.264) and MiniLM matches Vertex AI (0.661 vs 0.652; 0.494 vs 0.530). On
 ToolBench, dense matches (I1 0.594 vs 0.596, I3 0.467 vs 0.463) while our BM25 is far higher (I1 0.623 vs 0.348)
 because our corpus is the groups' candidate pools, not the whole library.
 
-**Intent extractor (3A) — half holds.** It helps multi-tool queries as the paper says (dense 0.494 → 0.539, paper
-0.530 → 0.584; BM25 0.225 → 0.260), and it hurts single-tool ones (0.664 → 0.611 on the sample; paper +0.023):
+**Intent extractor (3A) — holds where the paper says it matters most, fails on single-tool queries.** It helps most
+on multi-tool ToolBench, as the paper finds: dense I2 0.455 → 0.580 (paper 0.388 → 0.516), I3 0.467 → 0.546 (paper
+0.463 → 0.584), BM25 I2 0.527 → 0.657, I3 0.564 → 0.614; on ToolE multi-tool dense 0.494 → 0.539 (paper 0.530 → 0.584;
+BM25 0.225 → 0.260). It hurts ToolE single-tool queries (0.664 → 0.611 on the sample; paper +0.023):
 for a single-intent query, multi-view ranking is plain ranking of the rewritten query, and the 1.5B model's
 rewrites drop words the embedding relied on (Table 9 style cases: "I want to see a gif of the sunrise" → "view a
 gif of the sunrise" puts an image-description tool first).

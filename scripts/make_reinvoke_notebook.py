@@ -258,8 +258,8 @@ RapidAPI access, not available here — not run.
 ## Reading (standard run of 2026-11-23; the smoke profile's 12 queries per dataset mean nothing)
 
 **What could run.** Intents (Qwen2.5-Coder-1.5B) for all 497 ToolE multi-tool queries, the 1,000-query single-tool
-sample and ToolBench I2 (230) and I3 (61); one synthetic query per ToolE tool (m = 1 of the paper's 10); HyDE only for
-the smoke queries; nothing yet for ToolBench I1, ToolBench synthetic queries or the 0.5B backbone. So the paper's main
+sample and ToolBench I1/I2/I3 (474 / 230 / 61); one synthetic query per ToolE tool (m = 1 of the paper's 10); HyDE only for
+the smoke queries; nothing yet for ToolBench synthetic queries or the 0.5B backbone. So the paper's main
 Re-Invoke rows (m = 10) are pending, and what we can compare is the baselines, the intent extractor alone (Table 3A)
 and the query generator with one query (Table 3C, m = 1). Mean vs max (3D) and m = 5 / 10 (3C) are not answered yet.
 
@@ -271,7 +271,8 @@ because our corpus is the groups' candidate pools, not the whole library.
 **Intent extractor (3A) — holds where the paper says it matters most, fails on single-tool queries.** It helps most
 on multi-tool ToolBench, as the paper finds: dense I2 0.455 → 0.580 (paper 0.388 → 0.516), I3 0.467 → 0.546 (paper
 0.463 → 0.584), BM25 I2 0.527 → 0.657, I3 0.564 → 0.614; on ToolE multi-tool dense 0.494 → 0.539 (paper 0.530 → 0.584;
-BM25 0.225 → 0.260). It hurts ToolE single-tool queries (0.664 → 0.611 on the sample; paper +0.023):
+BM25 0.225 → 0.260) — and, as the paper also reports, not on I1, whose
+gold APIs belong to one tool (dense 0.594 → 0.574, paper 0.596 → 0.591; BM25 0.623 → 0.597). It hurts ToolE single-tool queries (0.664 → 0.611 on the sample; paper +0.023):
 for a single-intent query, multi-view ranking is plain ranking of the rewritten query, and the 1.5B model's
 rewrites drop words the embedding relied on (Table 9 style cases: "I want to see a gif of the sunrise" → "view a
 gif of the sunrise" puts an image-description tool first).

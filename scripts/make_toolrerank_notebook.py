@@ -68,6 +68,7 @@ ce_neg_pool = ""           # reranker negatives: "" = the profile's (standard: s
 
 code(r"""
 import json, time
+from dataclasses import replace
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -91,8 +92,7 @@ for name, value in [("subset_queries", subset_queries), ("dev_queries", dev_quer
 n_sub, n_dev, n_tr = (a or b for a, b in zip((subset_queries, dev_queries, transfer_queries), EVAL_SIZES[profile]))
 setup = PROFILES[profile]
 if ce_neg_pool:
-    from dataclasses import replace as _replace
-    setup = _replace(setup, ce_neg_pool=ce_neg_pool)      # Setup checks the value
+    setup = replace(setup, ce_neg_pool=ce_neg_pool)      # Setup checks the value
 rec = Recorder("10_toolrerank", profile, parameters=dict(subset_queries=n_sub, dev_queries=n_dev,
                transfer_queries=n_tr, depth=depth, seed=seed, toolbench_release_dir=toolbench_release_dir,
                setup=setup.__dict__))
@@ -257,7 +257,6 @@ md(r"""
 """)
 
 code(r"""
-from dataclasses import replace
 PAIRS = [(10, 50), (10, 30), (30, 50), (10, 10), (30, 30), (50, 50), (50, 10), (30, 10), (50, 30)]
 t5 = {}
 for ms, mu in PAIRS:

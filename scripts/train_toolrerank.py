@@ -20,7 +20,6 @@ from toolkit.toolrerank.experiment import EVAL_SIZES, PROFILES, eval_sets, presc
 from toolkit.toolrerank.splits import make_split
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", default="standard", choices=sorted(PROFILES))

@@ -23,6 +23,10 @@ from .training import model_dir, set_threads, write_stats
 
 
 SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac")
+# fields added after models were cached: left out of a stage's cache key while they hold these defaults, so
+# the models trained before them keep their keys
+LATER_DEFAULTS = {"ce_rounds": 1, "ce_neg_pool": "all"}
+NEG_POOLS = ("all", "seen")
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,8 @@ class Setup:
     cl_lr: float = 2e-5
 
     def __post_init__(self):
-        if self.ce_neg_pool not in ("all", "seen"):
-            raise ValueError(f"Setup.ce_neg_pool must be 'all' or 'seen', got {self.ce_neg_pool!r}")
+        if self.ce_neg_pool not in NEG_POOLS:
+            raise ValueError(f"Setup.ce_neg_pool must be one of {NEG_POOLS}, got {self.ce_neg_pool!r}")
         if self.ce_neg_source not in ("dpr", "base"):
             raise ValueError(f"Setup.ce_neg_source must be 'dpr' or 'base', got {self.ce_neg_source!r}")
 
@@ -78,10 +82,9 @@ class Setup:
         common = {k: d[k] for k in SPLIT_FIELDS}
         own = {k: v for k, v in d.items() if k.startswith({"dual_encoder": "de_", "reranker": "ce_",
                                                             "classifier": "cl_"}[stage])}
-        if own.get("ce_rounds") == 1:
-            own.pop("ce_rounds")     # the default: keeps cache keys of one-round rerankers stable
-        if own.get("ce_neg_pool") == "all":
-            own.pop("ce_neg_pool")   # likewise
+        for k, default in LATER_DEFAULTS.items():
+            if own.get(k, object()) == default:
+                own.pop(k)
         return {**common, **own}
 
     def training_params(self) -> dict:
@@ -220,8 +223,8 @@ def negative_pool(train: RetrievalDataset, pool: str = "all") -> tuple[list[str]
     ids, texts = train.doc_texts()
     if pool == "all":
         return ids, texts
-    if pool != "seen":
-        raise ValueError(f"negative pool must be 'all' or 'seen', got {pool!r}")
+    if pool not in NEG_POOLS:
+        raise ValueError(f"negative pool must be one of {NEG_POOLS}, got {pool!r}")
     seen = seen_tools(train)
     keep = [i for i, d in enumerate(ids) if tool_id(train.corpus[d]) in seen]
     return [ids[i] for i in keep], [texts[i] for i in keep]

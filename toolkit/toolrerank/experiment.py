@@ -111,7 +111,7 @@ PROFILES = {
     # MiniLM's top 30, so the two train in parallel), a single/multi-balanced classifier over all queries of
     # the minority class. The reranker and classifier heads are fresh: lr 5e-5 (2e-5 with ~75 steps stayed at chance).
     # Negatives only from seen tools' APIs: with negatives from the whole 464-API library, each held-out API was
-    # a training negative ~20 times and never a positive, and the reranker learned to score unseen tools low
+    # a training negative 16 times on average and never a positive, and the reranker learned to score unseen tools low
     # (gold APIs of I1-Tool 0.12 vs wrong seen-tool APIs 0.40; notebook, "Why reranking fails on unseen tools")
     "standard": Setup("standard", de_pos=1, de_batch=32, de_max_len=128,
                       ce_pos=1, ce_neg=1, ce_batch=16, ce_max_len=128, ce_lr=5e-5, ce_neg_source="base", ce_neg_pool="seen",

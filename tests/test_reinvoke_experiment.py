@@ -75,6 +75,20 @@ def test_partial_m_extra_row(tiny):
     assert extra.compute() == reinvoke_run(tiny, "dense", EXPANSIONS, INTENT_MAP, embed=fake_embed, k=5, m=1)
 
 
+def test_partial_m_ablation_extras(tiny):
+    """3B/3D with the m the cache holds (here 2 of 3), so mean vs max can be read before m is complete."""
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny, m=2)}, m=3)
+    assert c["Max similarity"].compute is None
+    mx, mean = c["Max similarity, m=2"], c["Mean similarity, m=2"]
+    assert mx.tables == mean.tables == ("extra",)
+    assert mx.compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None, embed=fake_embed, k=5, m=2, copy_agg="max")
+    assert mean.compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None, embed=fake_embed, k=5, m=2)
+    assert c["Synthetic query only, m=2"].compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None, embed=fake_embed,
+                                                                    k=5, m=2, mode="query_only")
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny, m=1)}, m=3)
+    assert "Max similarity, m=1" not in c       # one copy: max and mean are the same run
+
+
 def test_second_backbone_rows_are_suffixed(tiny):
     gens = {E.MAIN_BACKBONE: _gens(tiny), "qwen-0.5b": _gens(tiny, intents=False)}
     sets, c = _conds(tiny, gens)

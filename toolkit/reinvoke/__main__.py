@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=None, help="seeded sample of N queries (dataset.sample)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-set", default=None, choices=["smoke", "standard"],
-                   help="the queries notebook 20_reinvoke gives the LLM methods under this profile")
+                   help="the queries (or corpus) notebook 20_reinvoke gives the LLM methods under this profile")
     p.add_argument("--n", type=int, default=None, help="samples per item (task default otherwise)")
     p.add_argument("--model", default=DEFAULT_MODEL)
     p.add_argument("--backend", default=None)
@@ -29,10 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None)
     a = p.parse_args(argv)
     t = get_task(a.task)
-    if a.eval_set and t.over == "queries":
+    if a.eval_set:   # the notebook's own queries / corpus (ToolBench: the pool corpus, not the 16k library)
         from toolkit.reinvoke.experiment import eval_sets
         ds = eval_sets(a.eval_set, datasets=[a.dataset], seed=a.seed)[a.dataset].llm
-        items = [(q.qid, q.text) for q in ds.queries.values()]
+        items = [(q.qid, q.text) for q in ds.queries.values()] if t.over == "queries" else \
+            [(d.doc_id, d.text) for d in ds.corpus.values()]
     else:
         items = sample_items(a.dataset, t.over, a.sample, a.seed)
     kw = {k: v for k, v in (("n_parallel", a.parallel), ("n_threads", a.threads)) if v}

@@ -218,6 +218,11 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
             miss(m))
         add(name, "Max similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, m, agg="max"), miss(m))
         add(name, "Mean similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, m), miss(m))
+        if 2 <= cm < m:   # 3B and 3D with the m the cache serves so far (with one copy they are all the same run)
+            add(name, f"Synthetic query only, m={cm}", ("extra",), "llm", g.backbone,
+                run(name, "dense", ds, g, cm, mode="query_only"), [])
+            add(name, f"Max similarity, m={cm}", ("extra",), "llm", g.backbone, run(name, "dense", ds, g, cm, agg="max"), [])
+            add(name, f"Mean similarity, m={cm}", ("extra",), "llm", g.backbone, run(name, "dense", ds, g, cm), [])
     return out
 
 

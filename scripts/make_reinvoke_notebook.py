@@ -36,8 +36,8 @@ the style of Tables 7–9. Logic lives in `toolkit.reinvoke` (unit-tested; `expe
   44 APIs), `library` = all 16,427 APIs (the paper: 10,439 APIs for I1).
 - **Only complete inputs are evaluated.** A condition is computed only when every query has its intents / HyDE
   document and every tool has at least m synthetic queries in the committed cache; otherwise it is listed as
-  pending with its coverage. Rows "Re-Invoke (…), m=j" (extra) show Re-Invoke with the j < m synthetic queries per
-  tool the cache holds so far.
+  pending with its coverage. Rows "Re-Invoke (…), m=j", "Synthetic query only, m=j", "Max / Mean similarity, m=j"
+  (extra) show Re-Invoke and Table 3B/3D with the j < m synthetic queries per tool the cache holds so far.
 - **Unstated choices.** BM25 with expansion: the copies form the BM25 corpus and a tool scores the mean of its
   copies' BM25 scores (`copy_agg="max"` for Table 3D). Ties in multi-view ranking: equal similarities share the
   larger reversed rank. Metrics: sklearn-style tie-averaged nDCG (`ties="sklearn"`, the paper cites sklearn's
@@ -230,7 +230,8 @@ def case(name, base, other, k_top, wins=True, with_intents=False):
     its = main.intents.get(name) if with_intents else None
     return E.case_studies(s.llm, rb, ro, k_top, n=3, wins=wins, intents=its)
 
-qg_name = "+ Query generator" if ("toole-single", "+ Query generator", "llm") in runs else "1 synthetic query"
+qg_name = next((n for n in ("+ Query generator", "5 synthetic queries", "1 synthetic query")
+                if ("toole-single", n, "llm") in runs), "+ Query generator")   # the largest m computed
 print("Table 7 style — query generator wins (top-1):", qg_name)
 display(case("toole-single", "Dense", qg_name, 1))
 print("Table 8 style — intent extractor wins (top-2)")

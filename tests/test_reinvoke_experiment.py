@@ -73,6 +73,10 @@ def test_partial_m_extra_row(tiny):
     extra = c["Re-Invoke (dense), m=1"]
     assert extra.tables == ("extra",)
     assert extra.compute() == reinvoke_run(tiny, "dense", EXPANSIONS, INTENT_MAP, embed=fake_embed, k=5, m=1)
+    # with 2 of 3 samples cached: m=2 and, to line up with other backbones / runs, m=1
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny, m=2)}, m=3)
+    assert {n for n in c if n.startswith("Re-Invoke (BM25), m=")} == {"Re-Invoke (BM25), m=1", "Re-Invoke (BM25), m=2"}
+    assert c["Re-Invoke (BM25), m=1"].compute() == reinvoke_run(tiny, "bm25", EXPANSIONS, INTENT_MAP, k=5, m=1)
 
 
 def test_partial_m_ablation_extras(tiny):

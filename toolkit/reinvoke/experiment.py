@@ -190,9 +190,10 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                                                                       index=index(name, kind, ds)), miss_h)
                 add(name, f"Re-Invoke ({label}){sfx}", ("1", "6"), "llm", bb,
                     run(name, kind, ds, g, m, its), miss_i + miss_m)
-                if not miss_i and 0 < cm < m:   # what the cache serves so far: Re-Invoke with the m it has
-                    add(name, f"Re-Invoke ({label}){sfx}, m={cm}", ("extra",), "llm", bb,
-                        run(name, kind, ds, g, cm, its), [])
+                if not miss_i and 0 < cm < m:   # what the cache serves so far: Re-Invoke with the m it has,
+                    for mm in sorted({j for j in (1, 5) if j < cm} | {cm}):   # and m = 1 / 5 to compare backbones
+                        add(name, f"Re-Invoke ({label}){sfx}, m={mm}", ("extra",), "llm", bb,
+                            run(name, kind, ds, g, mm, its), [])
         # Table 3 (dense, main backbone), on the LLM query set
         g = gens.get(MAIN_BACKBONE)
         if g is None:

@@ -98,6 +98,13 @@ def test_second_backbone_rows_are_suffixed(tiny):
     sets, c = _conds(tiny, gens)
     assert c["Re-Invoke (dense) [qwen-0.5b]"].compute is None
     assert c["HyDE (dense) [qwen-0.5b]"].tables == ("extra",)
+    # each component alone for the second backbone: query generator yes (samples complete), intents no
+    assert c["+ Query generator [qwen-0.5b], m=2"].compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None,
+                                                                             embed=fake_embed, k=5, m=2)
+    assert "+ Intent extractor [qwen-0.5b]" not in c
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny), "qwen-0.5b": _gens(tiny, m=1)})
+    assert c["+ Intent extractor [qwen-0.5b]"].compute() == reinvoke_run(tiny, "dense", None, INTENT_MAP,
+                                                                         embed=fake_embed, k=5)
 
 
 def test_run_record_and_frames(tiny):

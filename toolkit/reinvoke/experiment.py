@@ -194,6 +194,16 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                     for mm in sorted({j for j in (1, 5) if j < cm} | {cm}):   # and m = 1 / 5 to compare backbones
                         add(name, f"Re-Invoke ({label}){sfx}, m={mm}", ("extra",), "llm", bb,
                             run(name, kind, ds, g, mm, its), [])
+        for bb, g in gens.items():   # each component alone for the other backbones (dense; extra rows)
+            if bb == MAIN_BACKBONE:
+                continue
+            cm, its = g.complete_m(name), g.intents.get(name, {})
+            if g.has_intents(name, ds):
+                add(name, f"+ Intent extractor{_suffix(bb)}", ("extra",), "llm", bb,
+                    run(name, "dense", ds, intents=its), [])
+            if cm:
+                add(name, f"+ Query generator{_suffix(bb)}, m={min(cm, m)}", ("extra",), "llm", bb,
+                    run(name, "dense", ds, g, min(cm, m)), [])
         # Table 3 (dense, main backbone), on the LLM query set
         g = gens.get(MAIN_BACKBONE)
         if g is None:

@@ -50,7 +50,8 @@ def test_conditions_computed_from_complete_inputs(tiny):
     assert c["1 synthetic query"].compute() == reinvoke_run(tiny, "dense", EXPANSIONS, None, embed=fake_embed, k=5,
                                                             m=1)
     assert c["5 synthetic queries"].compute is None and "m=2 < 5" in c["5 synthetic queries"].pending
-    assert not [n for n in c if n.endswith(", m=1")]          # complete at m: no partial extra
+    # complete at m=2: the extra Re-Invoke rows are m=1 only (m=2 is the main row)
+    assert sorted(n for n in c if ", m=" in n) == ["Re-Invoke (BM25), m=1", "Re-Invoke (dense), m=1"]
 
 
 def test_incomplete_inputs_are_pending_never_partial(tiny):
@@ -122,7 +123,7 @@ def test_run_record_and_frames(tiny):
     f = E.table_frame(values, "3D")
     assert list(f.index) == ["Max similarity", "Mean similarity"]
     check = E.replay_slice(runs, sets, dataset="tiny", n=1)
-    assert check["qids"] == ["q0"] and set(check["values"]) == {"Re-Invoke (BM25)", "HyDE (BM25)",
+    assert check["qids"] == ["q0"] and set(check["values"]) == {"Re-Invoke (BM25)", "Re-Invoke (BM25), m=1", "HyDE (BM25)",
                                                                  "+ Query generator (BM25)",
                                                                  "+ Intent extractor (BM25)"}
 

@@ -190,10 +190,11 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                                                                       index=index(name, kind, ds)), miss_h)
                 add(name, f"Re-Invoke ({label}){sfx}", ("1", "6"), "llm", bb,
                     run(name, kind, ds, g, m, its), miss_i + miss_m)
-                if not miss_i and 0 < cm < m:   # what the cache serves so far: Re-Invoke with the m it has,
-                    for mm in sorted({j for j in (1, 5) if j < cm} | {cm}):   # and m = 1 / 5 to compare backbones
-                        add(name, f"Re-Invoke ({label}){sfx}, m={mm}", ("extra",), "llm", bb,
-                            run(name, kind, ds, g, mm, its), [])
+                if not miss_i and cm:   # Re-Invoke with m = 1 / 5 (backbones compare at equal m) and with the
+                    for mm in sorted({j for j in (1, 5) if j <= cm} | {cm}):   # m the cache serves so far
+                        if mm < m:
+                            add(name, f"Re-Invoke ({label}){sfx}, m={mm}", ("extra",), "llm", bb,
+                                run(name, kind, ds, g, mm, its), [])
         for bb, g in gens.items():   # each component alone for the other backbones (dense; extra rows)
             if bb == MAIN_BACKBONE:
                 continue

@@ -138,3 +138,16 @@ def test_case_studies_pick_wins_and_losses(tiny):
     assert losses["query"].tolist() == [tiny.queries["q1"].text]
     with pytest.raises(KeyError):
         E.case_studies(tiny, base, other, 2).loc[0, "intents"]
+
+
+def test_roundtrip_table_rows_per_m(tiny):
+    from toolkit.reinvoke.roundtrip import roundtrip_run
+    from toolkit.metrics import evaluate
+    sets = {"tiny-multi": E.EvalSet(tiny, tiny)}
+    g = E.Generations(E.MAIN_BACKBONE)
+    g.samples["tiny-multi"] = {d: list(EXPANSIONS[d][:2]) for d in tiny.corpus}
+    t = E.roundtrip_table(sets, g, fake_embed, m=3, names=("tiny-multi",))
+    assert t["m"].tolist() == [1, 2] and t["synthetic queries"].tolist() == [5, 10]
+    index = E.build_index(tiny, "dense", None, embed=fake_embed)
+    run, qrels = roundtrip_run(index, g.expansions("tiny-multi", 2), k=10)
+    assert t.iloc[1]["recall@5"] == evaluate(run, qrels, ["recall@5"])["recall@5"]

@@ -291,21 +291,22 @@ def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper
 # ---------------------------------------------------------------------------------------------
 
 def roundtrip_table(sets: Mapping[str, EvalSet], gen: Generations, embed, m: int = 10,
-                    names=("toole-multi", "toolbench-i1")) -> pd.DataFrame:
+                    names=("toole-multi", "toolbench-i1", "toolbench-i2", "toolbench-i3")) -> pd.DataFrame:
     """Round-trip recall@5/10 of the synthetic queries (Table 4), searching the plain tool documents
-    with the first ``m`` synthetic queries of each tool (fewer if the cache does not hold m for
-    every tool: the largest complete m, reported in the ``m`` column). ToolE single and multi share one tool set,
-    so ``toole-multi``'s corpus stands for ``toole-all``."""
+    with the first j synthetic queries of each tool, for j = 1, 5 and the largest complete j <= ``m``
+    (the ``m`` column; the paper's row is j = m). ToolE single and multi share one tool set, so
+    ``toole-multi``'s corpus stands for ``toole-all``."""
     rows = []
     for name in names:
-        mm = min(m, gen.complete_m(name))
-        if name not in sets or mm == 0:
+        top = min(m, gen.complete_m(name))
+        if name not in sets or top == 0:
             continue
-        exp = gen.expansions(name, mm)
-        run, qrels = roundtrip_run(build_index(sets[name].llm, "dense", None, embed=embed), exp, k=10)
-        vals = evaluate(run, qrels, ["recall@5", "recall@10"])
-        rows.append({"dataset": "toole-all" if name.startswith("toole") else name, "synthetic queries": len(qrels),
-                     "m": mm, **vals})
+        index = build_index(sets[name].llm, "dense", None, embed=embed)
+        for mm in sorted({j for j in (1, 5) if j < top} | {top}):
+            run, qrels = roundtrip_run(index, gen.expansions(name, mm), k=10)
+            vals = evaluate(run, qrels, ["recall@5", "recall@10"])
+            rows.append({"dataset": "toole-all" if name.startswith("toole") else name,
+                         "synthetic queries": len(qrels), "m": mm, **vals})
     return pd.DataFrame(rows)
 
 

@@ -261,9 +261,9 @@ RapidAPI access, not available here — not run.
 
 **What could run.** Qwen2.5-Coder-1.5B: intents for all 497 ToolE multi-tool queries, the 1,000-query single-tool
 sample and ToolBench I1/I2/I3 (474 / 230 / 61); synthetic queries m = 10 for the 199 ToolE tools (the paper's
-setting) and m = 1 for the 44 APIs of the I3 pool. Qwen2.5-Coder-0.5B: intents for ToolE multi-tool and I3, m = 1
-synthetic queries for ToolE and I3. HyDE: only the smoke queries. Pending therefore: the HyDE rows, the 0.5B rows
-at m = 10, and Re-Invoke / the query generator on ToolBench beyond I3 at m = 1 (the I1/I2 pools have 1,684 / 1,037
+setting) and m = 1 for the 44 APIs of the I3 pool. Qwen2.5-Coder-0.5B: intents for ToolE (multi-tool, single-tool
+sample) and I3, m = 1 synthetic queries for ToolE and I3. HyDE (1.5B): ToolBench I3 only (61 queries). Pending
+therefore: HyDE on ToolE and I1/I2, the 0.5B rows at m = 10, and Re-Invoke / the query generator on ToolBench beyond I3 at m = 1 (the I1/I2 pools have 1,684 / 1,037
 APIs).
 
 **Baselines hold.** On ToolE, where data and corpus are the paper's, BM25 is within 0.04 nDCG@5 of the paper
@@ -305,19 +305,24 @@ the query generator alone (0.744) is our best single-tool method. BM25: 0.554 vs
 0.946), so the later samples are less specific than the first; on the I3 pool, m = 1: 0.864 / 0.955 (paper, m = 10:
 0.904 / 0.946).
 
+**HyDE hurts on ToolBench I3, as in the paper.** The hypothetical tool document replaces the query: BM25 0.564 →
+0.522, dense 0.467 → 0.381 nDCG@5 (paper 0.338 → 0.259 and 0.463 → 0.300). A made-up API description matches other
+APIs' boilerplate better than the user's request does (our reading; not tested).
+
 **Backbone size matters here, unlike the paper.** The paper's three backbones are within 0.05 nDCG@5 of each other
 (0.03 with the dense retriever). Ours at m = 1, Qwen 0.5B vs 1.5B: ToolE multi-tool dense 0.436 vs 0.511, BM25 0.242
-vs 0.335; I3 dense 0.449 vs 0.609, BM25 0.428 vs 0.625. With the 0.5B model Re-Invoke is below plain dense retrieval
-(0.436 vs 0.494; 0.449 vs 0.467).
+vs 0.335; single-tool dense 0.555 vs 0.591, BM25 0.403 vs 0.468; I3 dense 0.449 vs 0.609, BM25 0.428 vs 0.625. With
+the 0.5B model Re-Invoke is below plain dense retrieval (0.436 vs 0.494; 0.555 vs 0.664; 0.449 vs 0.467).
 The intents are what the small model gets wrong: the intent extractor alone with 0.5B intents lowers dense nDCG@5
-(ToolE multi-tool 0.494 → 0.463, I3 0.467 → 0.441; 1.5B: 0.539, 0.546), while its m = 1 synthetic queries do as
+(ToolE multi-tool 0.494 → 0.463, single-tool 0.664 → 0.558, I3 0.467 → 0.441; 1.5B: 0.539, 0.611, 0.546), while its m = 1 synthetic queries do as
 well as the 1.5B model's (ToolE single 0.652 vs 0.653, multi 0.455 vs 0.437, I3 0.469 vs 0.460).
 
 **LLM generation time (wall, this machine, 2 cores; the table above sums per-call times).** 1.5B: intents 2,261
 answers over three sessions (e.g. 474 I1 queries in 23.3 min, 4 slots, 1 thread, the other core training); ToolE
 synthetic queries 1,990 answers, of which samples 1–4 (707 left) took 49.6 min and samples 5–9 (995) 54.8 min (4
 slots, 2 threads; 14–18 per minute); I3 m = 1 in 6.9 min (44 answers; ToolBench documents are longer); HyDE 36
-answers, 182 s per 12. 0.5B: 497 ToolE intents in 5.8 min (85/min), 199 ToolE synthetic queries in 6.3 min
+answers, 182 s per 12, and the other 49 I3 queries in 560 s. 0.5B: 497 ToolE multi-tool intents in 5.8 min (85/min),
+the 1,000 single-tool ones in 9.6 min (104/min), 199 ToolE synthetic queries in 6.3 min
 (32/min), I3 intents 85 s and synthetic queries 163 s.
 """)
 

@@ -146,6 +146,11 @@ class Condition:
     pending: str = ""
 
 
+def m_steps(top: int) -> list[int]:
+    """The numbers of synthetic queries per tool shown beside the main m: 1, 5 and ``top`` (those <= top)."""
+    return sorted({j for j in (1, 5) if j < top} | {top})
+
+
 def _suffix(backbone: str | None) -> str:
     return "" if backbone in (None, MAIN_BACKBONE) else f" [{backbone}]"
 
@@ -191,7 +196,7 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                 add(name, f"Re-Invoke ({label}){sfx}", ("1", "6"), "llm", bb,
                     run(name, kind, ds, g, m, its), miss_i + miss_m)
                 if not miss_i and cm:   # Re-Invoke with m = 1 / 5 (backbones compare at equal m) and with the
-                    for mm in sorted({j for j in (1, 5) if j <= cm} | {cm}):   # m the cache serves so far
+                    for mm in m_steps(cm):                                   # m the cache serves so far
                         if mm < m:
                             add(name, f"Re-Invoke ({label}){sfx}, m={mm}", ("extra",), "llm", bb,
                                 run(name, kind, ds, g, mm, its), [])
@@ -302,7 +307,7 @@ def roundtrip_table(sets: Mapping[str, EvalSet], gen: Generations, embed, m: int
         if name not in sets or top == 0:
             continue
         index = build_index(sets[name].llm, "dense", None, embed=embed)
-        for mm in sorted({j for j in (1, 5) if j < top} | {top}):
+        for mm in m_steps(top):
             run, qrels = roundtrip_run(index, gen.expansions(name, mm), k=10)
             vals = evaluate(run, qrels, ["recall@5", "recall@10"])
             rows.append({"dataset": "toole-all" if name.startswith("toole") else name,

@@ -209,6 +209,17 @@ def test_synthetic_query_cases(text, expected):
     assert P.parse_synthetic_query(text) == expected
 
 
+def test_hyde_name_description():
+    # the Fig. 6 example's missing comma, an escaped quote, a parameter called "name" after the api fields
+    doc = ('{\n  "api_name": "flights",\n  "api_description": "Search the \\"cheapest\\" flight."\n'
+           '  "required_parameters": [{"name": "to", "description": "The city."}]\n}')
+    assert P.hyde_name_description(doc) == 'flights: Search the "cheapest" flight.'
+    assert P.hyde_name_description('{"api_description": "only this"}') == "only this"
+    assert P.hyde_name_description('{"api_name": "x"}') == "x"
+    assert P.hyde_name_description("no fields at all") == "no fields at all"
+    assert P.hyde_name_description("") == ""
+
+
 def test_hyde_variants():
     fenced = 'Here is the documentation:\n```json\n{"api_name": "x"}\n```\nThis API ...'
     assert P.parse_hyde_document(fenced) == '{"api_name": "x"}'

@@ -54,6 +54,21 @@ def test_conditions_computed_from_complete_inputs(tiny):
     assert sorted(n for n in c if ", m=" in n) == ["Re-Invoke (BM25), m=1", "Re-Invoke (dense), m=1"]
 
 
+def test_hyde_name_description_row_drops_the_parameter_schema(tiny):
+    g = _gens(tiny)
+    g.hyde["tiny"] = {q: '{"api_name": "weather", "api_description": "forecast", "required_parameters": '
+                         '[{"name": "city", "description": "the hotel city for a flight"}]}' for q in tiny.queries}
+    sets, c = _conds(tiny, {E.MAIN_BACKBONE: g, "qwen-0.5b": _gens(tiny)})
+    for kind, label in (("dense", "dense"), ("bm25", "BM25")):
+        short = c[f"HyDE ({label}), name + description only"].compute()
+        assert short == hyde_run(tiny, kind, {q: "weather: forecast" for q in tiny.queries}, embed=fake_embed, k=5)
+        assert short != c[f"HyDE ({label})"].compute()
+        assert c[f"HyDE ({label}), name + description only"].tables == ("extra",)
+    assert "HyDE (dense) [qwen-0.5b], name + description only" not in c     # main backbone only
+    _, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny, hyde=False)})
+    assert c["HyDE (dense), name + description only"].compute is None
+
+
 def test_incomplete_inputs_are_pending_never_partial(tiny):
     sets, c = _conds(tiny, {E.MAIN_BACKBONE: _gens(tiny, intents=False, hyde=False)})
     assert c["Re-Invoke (dense)"].compute is None
@@ -124,6 +139,7 @@ def test_run_record_and_frames(tiny):
     assert list(f.index) == ["Max similarity", "Mean similarity"]
     check = E.replay_slice(runs, sets, dataset="tiny", n=1)
     assert check["qids"] == ["q0"] and set(check["values"]) == {"Re-Invoke (BM25)", "Re-Invoke (BM25), m=1", "HyDE (BM25)",
+                                                                 "HyDE (BM25), name + description only",
                                                                  "+ Query generator (BM25)",
                                                                  "+ Intent extractor (BM25)"}
 

@@ -12,18 +12,23 @@ import pytest
 from toolkit.metrics import evaluate
 from toolkit.paths import REPO
 import toolkit.retrieval.dense as dense_module
+from toolkit.llm.parsers import hyde_name_description
 from toolkit.reinvoke import experiment as E
 from toolkit.reinvoke import generation as G
 from toolkit.reinvoke.pipeline import hyde_run, reinvoke_run
 
 STANDARD = REPO / "results" / "20_reinvoke" / "standard.json"
+NAME_DESC = ", name + description only"
 
 
 def _run(method: str, ds, g, name: str, m: int):
     """The run of one recorded BM25 condition, spelled out (not via experiment.conditions, so the test
     also holds while the caches grow past what the standard run had)."""
-    part = re.fullmatch(r"(.+?)(?: \[(.+)\])?(?:, m=(\d+))?", method)
+    short = method.endswith(NAME_DESC)
+    part = re.fullmatch(r"(.+?)(?: \[(.+)\])?(?:, m=(\d+))?", method.removesuffix(NAME_DESC))
     base, mm = part.group(1), int(part.group(3) or m)
+    if base == "HyDE (BM25)" and short:
+        return hyde_run(ds, "bm25", {q: hyde_name_description(d) for q, d in g.hyde[name].items()})
     if base == "Re-Invoke (BM25)":
         return reinvoke_run(ds, "bm25", g.expansions(name, mm), g.intents[name])
     if base == "HyDE (BM25)":

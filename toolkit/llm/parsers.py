@@ -187,6 +187,24 @@ def parse_hyde_document(text: str) -> str:
     return " ".join(parse_lines(text))
 
 
+_JSON_STRING = r'"((?:[^"\\]|\\.)*)"'
+
+
+def hyde_name_description(doc: str) -> str:
+    """The ``api_name`` and ``api_description`` string values of a HyDE document (Fig. 6), as
+    ``"<name>: <description>"`` — the shape of a ToolE tool document — dropping the parameter schema.
+    Read with a regular expression, not ``json.loads``: the Fig. 6 example itself lacks a comma, and 230
+    of the 1.5B model's 497 ToolE multi-tool documents are not valid JSON. A document with neither field is returned unchanged. A diagnostic view, not the
+    paper's HyDE (which embeds the whole document)."""
+    def field(key):
+        m = re.search(r'"' + key + r'"\s*:\s*' + _JSON_STRING, doc or "")
+        return m.group(1).replace('\\"', '"').strip() if m else ""
+    name, desc = field("api_name"), field("api_description")
+    if not (name or desc):
+        return doc
+    return f"{name}: {desc}" if name and desc else name or desc
+
+
 def parse_refinement(text: str) -> str | None:
     """Feedback step 3 (§4.2): ``None`` for "N/A" (no refinement), else the refined instruction."""
     if text is None or is_na(text):

@@ -18,6 +18,7 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from toolkit.data.contract import RetrievalDataset, Run
+from toolkit.llm.parsers import hyde_name_description
 from toolkit.metrics import evaluate
 from toolkit.reinvoke import generation as G
 from toolkit.reinvoke.pipeline import build_index, hyde_run, reinvoke_run
@@ -193,6 +194,11 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                 add(name, f"HyDE ({label}){sfx}", ("1", "6") if not sfx else ("extra",), "llm", bb,
                     lambda ds=ds, kind=kind, g=g, name=name: hyde_run(ds, kind, g.hyde[name], k=k,
                                                                       index=index(name, kind, ds)), miss_h)
+                if not sfx:   # diagnostic: HyDE without the parameter schema (the shape of a ToolE document)
+                    add(name, f"HyDE ({label}), name + description only", ("extra",), "llm", bb,
+                        lambda ds=ds, kind=kind, g=g, name=name: hyde_run(
+                            ds, kind, {q: hyde_name_description(d) for q, d in g.hyde[name].items()}, k=k,
+                            index=index(name, kind, ds)), miss_h)
                 add(name, f"Re-Invoke ({label}){sfx}", ("1", "6"), "llm", bb,
                     run(name, kind, ds, g, m, its), miss_i + miss_m)
                 if not miss_i and cm:   # Re-Invoke with m = 1 / 5 (backbones compare at equal m) and with the

@@ -164,6 +164,9 @@ md(r"""
 
 Ours next to the paper's printed values (Table 1 = the nDCG@5 column of Table 6). ToolE single-tool rows of the LLM
 methods are on the LLM query sample; the baselines on that same sample are the "(LLM query sample)" rows below.
+The extra rows "HyDE (…), name + description only" are a diagnostic, not the paper's method: the same hypothetical
+documents cut to their `api_name` and `api_description` fields (`toolkit.llm.parsers.hyde_name_description`), which
+is the shape of a ToolE tool document ("name: description"), without the parameter schema.
 """)
 
 code(r"""

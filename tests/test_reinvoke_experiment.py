@@ -167,3 +167,35 @@ def test_roundtrip_table_rows_per_m(tiny):
     index = E.build_index(tiny, "dense", None, embed=fake_embed)
     run, qrels = roundtrip_run(index, g.expansions("tiny-multi", 2), k=10)
     assert t.iloc[1]["recall@5"] == evaluate(run, qrels, ["recall@5"])["recall@5"]
+
+
+def test_m_toolbench_sets_the_synthetic_queries_per_api_on_toolbench_only(tiny):
+    assert E.dataset_m("toolbench-i2", 10, 1) == 1 and E.dataset_m("toole-multi", 10, 1) == 10
+    assert E.dataset_m("toolbench-i2", 10, 0) == 10                  # 0: the same m everywhere
+    g = E.Generations(E.MAIN_BACKBONE)
+    g.intents["toolbench-tiny"] = dict(INTENT_MAP)
+    g.hyde["toolbench-tiny"] = {q: "weather" for q in tiny.queries}
+    g.samples["toolbench-tiny"] = {d: list(EXPANSIONS[d][:1]) for d in tiny.corpus}   # one sample per API
+    sets = {"toolbench-tiny": E.EvalSet(tiny, tiny)}
+
+    def conds(m_toolbench):
+        return E.conditions(sets, {E.MAIN_BACKBONE: g}, fake_embed, m=10, k=5, m_toolbench=m_toolbench)
+    c = {x.method: x for x in conds(0)}                              # the paper's m = 10: pending
+    assert c["Re-Invoke (dense)"].compute is None and "m=1 < 10" in c["Re-Invoke (dense)"].pending
+    c = {x.method: x for x in conds(1)}
+    assert c["Re-Invoke (dense)"].m == 1 and c["Re-Invoke (dense)"].compute() == reinvoke_run(
+        tiny, "dense", EXPANSIONS, INTENT_MAP, embed=fake_embed, k=5, m=1)
+    assert c["+ Query generator"].compute is not None and c["Synthetic query only"].compute is not None
+    # one copy per API: max = mean over copies, so Table 3D is pending, not a vacuous tie
+    assert c["Max similarity"].compute is None and "3D needs m >= 2" in c["Max similarity"].pending
+    assert c["5 synthetic queries"].compute is None
+    assert not any(", m=" in n for n in c)                            # no extra rows below m_toolbench = 1
+    # the m reaches every recorded cell's note
+    runs, values, _ = E.run_conditions(conds(1), sets)
+    rec = Recorder("20_reinvoke", "smoke")
+    E.record(rec, values, {"Re-Invoke (dense)": "minilm"})
+    notes = {(x["table"], x["method"]): x["note"] for x in rec.cells if x["metric"] == "ndcg@5"}
+    assert notes[("1", "Re-Invoke (dense)")] == "minilm; m=1" and notes[("1", "Dense")] == ""
+    t = E.roundtrip_table(sets, g, fake_embed, m=10, names=("toolbench-tiny",), m_toolbench=1)
+    assert t["m"].tolist() == [1] and t["main"].tolist() == [True]
+    assert E.roundtrip_table(sets, g, fake_embed, m=10, names=("toolbench-tiny",))["main"].tolist() == [False]

@@ -60,7 +60,7 @@ def test_replay_reproduces_the_standard_slice(monkeypatch):
     for method, want in check["values"].items():
         bb = re.search(r"\[(.+)\]", method)
         g = gens[bb.group(1) if bb else p["backbones"][0]]
-        run = _run(method, ds, g, name, p["m"])
+        run = _run(method, ds, g, name, E.dataset_m(name, p["m"], p.get("m_toolbench", 0)))
         got = evaluate(run, ds.qrels, [check["metric"]], per_query=True, ties=check["ties"])[check["metric"]]
         assert got == pytest.approx(want, abs=0), method          # exact
     assert len(check["qids"]) >= 10

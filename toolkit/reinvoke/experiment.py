@@ -9,6 +9,11 @@ runs while a generation is still filling the cache, and a rerun after the cache 
     sets = eval_sets("standard")                       # {dataset: EvalSet(all=..., llm=...)}
     gen = load_generations(sets, "qwen-1.5b", "standard")
     rows, pending = run_conditions(sets, {"qwen-1.5b": gen}, embed)
+
+``m`` synthetic queries per tool (the paper's 10) can be lowered for the ToolBench sets alone with
+``m_toolbench``: their pools hold 2,490 distinct APIs against ToolE's 199 tools, so the standard profile
+uses one synthetic query per API there (what fits on 2 CPU cores) and records that m with every cell
+it feeds.
 """
 from __future__ import annotations
 
@@ -145,6 +150,7 @@ class Condition:
     backbone: str | None
     compute: Callable[[], Run] | None   # None: pending (inputs not in the cache)
     pending: str = ""
+    m: int | None = None                # synthetic queries per tool the run uses (None: no query generator)
 
 
 def m_steps(top: int) -> list[int]:
@@ -152,14 +158,21 @@ def m_steps(top: int) -> list[int]:
     return sorted({j for j in (1, 5) if j < top} | {top})
 
 
+def dataset_m(name: str, m: int, m_toolbench: int = 0) -> int:
+    """Synthetic queries per tool used on dataset ``name``: ``m_toolbench`` on the ToolBench sets when it is
+    set (> 0), else ``m``."""
+    return m_toolbench if m_toolbench and name.startswith("toolbench") else m
+
+
 def _suffix(backbone: str | None) -> str:
     return "" if backbone in (None, MAIN_BACKBONE) else f" [{backbone}]"
 
 
 def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], embed, m: int = 10,
-               k: int = 100) -> list[Condition]:
+               k: int = 100, m_toolbench: int = 0) -> list[Condition]:
     """Every condition of Tables 1/6 (both retrievers, all backbones), 3A-D (dense, main backbone) and
-    the extras; ``compute`` is None (pending, with the reason) where the cache lacks an input."""
+    the extras; ``compute`` is None (pending, with the reason) where the cache lacks an input. The runs
+    with synthetic queries use ``dataset_m(name, m, m_toolbench)`` of them per tool."""
     out: list[Condition] = []
     indexes: dict = {}
 
@@ -174,11 +187,12 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
     def run(name, kind, ds, g=None, mm=None, intents=None, mode="append", agg="mean"):
         return lambda: reinvoke_run(ds, kind, None, intents, k=k, index=index(name, kind, ds, g, mm, mode, agg))
 
-    def add(name, method, tables, query_set, bb, fn, missing):
-        out.append(Condition(name, method, tables, query_set, bb, None if missing else fn, "; ".join(missing)))
+    def add(name, method, tables, query_set, bb, fn, missing, mm=None):
+        out.append(Condition(name, method, tables, query_set, bb, None if missing else fn, "; ".join(missing), mm))
 
     for name, s in sets.items():
         ds = s.llm
+        mn = dataset_m(name, m, m_toolbench)
         for kind, label in KINDS.items():
             base = "BM25" if kind == "bm25" else "Dense"
             add(name, base, ("1", "6"), "all", None, run(name, kind, s.all), [])
@@ -188,7 +202,7 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                 sfx = _suffix(bb)
                 cm, its = g.complete_m(name), g.intents.get(name, {})
                 miss_i = [] if g.has_intents(name, ds) else [f"intents for {len(its)}/{len(ds.queries)} queries"]
-                miss_m = [] if cm >= m else [f"synthetic queries complete for m={cm} < {m}"]
+                miss_m = [] if cm >= mn else [f"synthetic queries complete for m={cm} < {mn}"]
                 miss_h = [] if g.has_hyde(name, ds) else \
                     [f"HyDE documents for {len(g.hyde.get(name, {}))}/{len(ds.queries)} queries"]
                 add(name, f"HyDE ({label}){sfx}", ("1", "6") if not sfx else ("extra",), "llm", bb,
@@ -200,12 +214,12 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                             ds, kind, {q: hyde_name_description(d) for q, d in g.hyde[name].items()}, k=k,
                             index=index(name, kind, ds)), miss_h)
                 add(name, f"Re-Invoke ({label}){sfx}", ("1", "6"), "llm", bb,
-                    run(name, kind, ds, g, m, its), miss_i + miss_m)
+                    run(name, kind, ds, g, mn, its), miss_i + miss_m, mn)
                 if not miss_i and cm:   # Re-Invoke with m = 1 / 5 (backbones compare at equal m) and with the
                     for mm in m_steps(cm):                                   # m the cache serves so far
-                        if mm < m:
+                        if mm < mn:
                             add(name, f"Re-Invoke ({label}){sfx}, m={mm}", ("extra",), "llm", bb,
-                                run(name, kind, ds, g, mm, its), [])
+                                run(name, kind, ds, g, mm, its), [], mm)
         for bb, g in gens.items():   # each component alone for the other backbones (dense; extra rows)
             if bb == MAIN_BACKBONE:
                 continue
@@ -214,8 +228,8 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                 add(name, f"+ Intent extractor{_suffix(bb)}", ("extra",), "llm", bb,
                     run(name, "dense", ds, intents=its), [])
             if cm:
-                add(name, f"+ Query generator{_suffix(bb)}, m={min(cm, m)}", ("extra",), "llm", bb,
-                    run(name, "dense", ds, g, min(cm, m)), [])
+                add(name, f"+ Query generator{_suffix(bb)}, m={min(cm, mn)}", ("extra",), "llm", bb,
+                    run(name, "dense", ds, g, min(cm, mn)), [], min(cm, mn))
         # Table 3 (dense, main backbone), on the LLM query set
         g = gens.get(MAIN_BACKBONE)
         if g is None:
@@ -225,27 +239,32 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
 
         def miss(need, cm=cm):
             return [] if cm >= need else [f"synthetic queries complete for m={cm} < {need}"]
+        # with one copy per tool the max and the mean over copies are the same number: 3D needs m >= 2
+        one_copy = [] if mn >= 2 else [f"m={mn} synthetic query per tool here: max = mean, 3D needs m >= 2"]
         # the Dense row of Table 3A, on the same queries as the other rows (the LLM sample for ToolE single)
         add(name, "Dense", ("3A",), "llm", None, run(name, "dense", ds), [])
-        add(name, "+ Query generator", ("3A",), "llm", g.backbone, run(name, "dense", ds, g, m), miss(m))
+        add(name, "+ Query generator", ("3A",), "llm", g.backbone, run(name, "dense", ds, g, mn), miss(mn), mn)
         add(name, "+ Intent extractor", ("3A",), "llm", g.backbone, run(name, "dense", ds, intents=its), miss_i)
         # extras (the paper's Table 3A is dense only): each component with BM25
-        add(name, "+ Query generator (BM25)", ("extra",), "llm", g.backbone, run(name, "bm25", ds, g, m), miss(m))
+        add(name, "+ Query generator (BM25)", ("extra",), "llm", g.backbone, run(name, "bm25", ds, g, mn), miss(mn),
+            mn)
         add(name, "+ Intent extractor (BM25)", ("extra",), "llm", g.backbone, run(name, "bm25", ds, intents=its),
             miss_i)
         for mm, label in ((1, "1 synthetic query"), (5, "5 synthetic queries"), (10, "10 synthetic queries")):
-            add(name, label, ("3C",), "llm", g.backbone, run(name, "dense", ds, g, mm), miss(mm))
-        add(name, "Synthetic query only", ("3B",), "llm", g.backbone, run(name, "dense", ds, g, m, mode="query_only"),
-            miss(m))
-        add(name, "Synthetic query appended to document", ("3B",), "llm", g.backbone, run(name, "dense", ds, g, m),
-            miss(m))
-        add(name, "Max similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, m, agg="max"), miss(m))
-        add(name, "Mean similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, m), miss(m))
-        if 2 <= cm < m:   # 3B and 3D with the m the cache serves so far (with one copy they are all the same run)
+            add(name, label, ("3C",), "llm", g.backbone, run(name, "dense", ds, g, mm), miss(mm), mm)
+        add(name, "Synthetic query only", ("3B",), "llm", g.backbone,
+            run(name, "dense", ds, g, mn, mode="query_only"), miss(mn), mn)
+        add(name, "Synthetic query appended to document", ("3B",), "llm", g.backbone, run(name, "dense", ds, g, mn),
+            miss(mn), mn)
+        add(name, "Max similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, mn, agg="max"),
+            one_copy + miss(mn), mn)
+        add(name, "Mean similarity", ("3D",), "llm", g.backbone, run(name, "dense", ds, g, mn), one_copy + miss(mn), mn)
+        if 2 <= cm < mn:   # 3B and 3D with the m the cache serves so far (with one copy they are all the same run)
             add(name, f"Synthetic query only, m={cm}", ("extra",), "llm", g.backbone,
-                run(name, "dense", ds, g, cm, mode="query_only"), [])
-            add(name, f"Max similarity, m={cm}", ("extra",), "llm", g.backbone, run(name, "dense", ds, g, cm, agg="max"), [])
-            add(name, f"Mean similarity, m={cm}", ("extra",), "llm", g.backbone, run(name, "dense", ds, g, cm), [])
+                run(name, "dense", ds, g, cm, mode="query_only"), [], cm)
+            add(name, f"Max similarity, m={cm}", ("extra",), "llm", g.backbone,
+                run(name, "dense", ds, g, cm, agg="max"), [], cm)
+            add(name, f"Mean similarity, m={cm}", ("extra",), "llm", g.backbone, run(name, "dense", ds, g, cm), [], cm)
     return out
 
 
@@ -266,21 +285,24 @@ def run_conditions(conds: list[Condition], sets: Mapping[str, EvalSet], ties: st
         ds = getattr(sets[c.dataset], c.query_set)
         vals = evaluate(runs[key], ds.qrels, list(metrics), ties=ties)
         rows.append({"dataset": c.dataset, "method": c.method, "tables": ",".join(c.tables), "backbone": c.backbone,
-                     "queries": len(ds.queries), **vals})
+                     "m": c.m, "queries": len(ds.queries), **vals})
     return runs, pd.DataFrame(rows), pd.DataFrame(pending, columns=["dataset", "method", "tables", "missing"])
 
 
 def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None) -> None:
-    """Record every computed cell under the paper's keys (Table 1: nDCG@5; 6: all four; 3A-D: nDCG@5)."""
+    """Record every computed cell under the paper's keys (Table 1: nDCG@5; 6: all four; 3A-D: nDCG@5).
+    A cell's note is ``notes[method]`` followed by "m=<synthetic queries per tool>" where the run used any."""
     notes = notes or {}
     for r in values.to_dict("records"):
+        m = r.get("m")
+        note = "; ".join(x for x in (notes.get(r["method"], ""), "" if m is None or pd.isna(m) else f"m={int(m)}") if x)
         for table in r["tables"].split(","):
             if table == "extra":
                 continue
             mets = ["ndcg@5"] if table != "6" else list(METRICS)
             for met in mets:
                 rec.add(paper="reinvoke", table=table, dataset=r["dataset"], method=r["method"], metric=met,
-                        value=r[met], n_queries=r["queries"], note=notes.get(r["method"], ""))
+                        value=r[met], n_queries=r["queries"], note=note)
 
 
 def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper_table: str | None = None) -> pd.DataFrame:
@@ -302,14 +324,17 @@ def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper
 # ---------------------------------------------------------------------------------------------
 
 def roundtrip_table(sets: Mapping[str, EvalSet], gen: Generations, embed, m: int = 10,
-                    names=("toole-multi", "toolbench-i1", "toolbench-i2", "toolbench-i3")) -> pd.DataFrame:
+                    names=("toole-multi", "toolbench-i1", "toolbench-i2", "toolbench-i3"),
+                    m_toolbench: int = 0) -> pd.DataFrame:
     """Round-trip recall@5/10 of the synthetic queries (Table 4), searching the plain tool documents
-    with the first j synthetic queries of each tool, for j = 1, 5 and the largest complete j <= ``m``
-    (the ``m`` column; the paper's row is j = m). ToolE single and multi share one tool set, so
-    ``toole-multi``'s corpus stands for ``toole-all``."""
+    with the first j synthetic queries of each tool, for j = 1, 5 and the largest complete
+    j <= ``dataset_m(name, m, m_toolbench)`` (the ``m`` column); ``main`` marks the row with all of them,
+    the one to set beside the paper's. ToolE single and multi share one tool set, so ``toole-multi``'s
+    corpus stands for ``toole-all``."""
     rows = []
     for name in names:
-        top = min(m, gen.complete_m(name))
+        want = dataset_m(name, m, m_toolbench)
+        top = min(want, gen.complete_m(name))
         if name not in sets or top == 0:
             continue
         index = build_index(sets[name].llm, "dense", None, embed=embed)
@@ -317,7 +342,7 @@ def roundtrip_table(sets: Mapping[str, EvalSet], gen: Generations, embed, m: int
             run, qrels = roundtrip_run(index, gen.expansions(name, mm), k=10)
             vals = evaluate(run, qrels, ["recall@5", "recall@10"])
             rows.append({"dataset": "toole-all" if name.startswith("toole") else name,
-                         "synthetic queries": len(qrels), "m": mm, **vals})
+                         "synthetic queries": len(qrels), "m": mm, "main": mm == want, **vals})
     return pd.DataFrame(rows)
 
 

@@ -264,7 +264,8 @@ def fake_results(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     _results(tmp_path, "01_baselines", [
         _cell("reinvoke", "1", "toole-single", "BM25", "ndcg@5", 0.3712, n_queries=20550),   # OK (-0.0023)
-        _cell("reinvoke", "1", "toole-multi", "BM25", "ndcg@5", 0.2000, n_queries=497),      # DIFF
+        _cell("reinvoke", "1", "toole-multi", "BM25", "ndcg@5", 0.2000, n_queries=497,       # DIFF
+              note="k1=1.2"),
         _cell("reinvoke", "1", "toole-multi", "BM-25", "ndcg@5", 0.2000),                    # unmatched
         _cell("toolrerank", "3", "all-avg", "ToolRerank", "recall@5", 0.8440),               # percent paper: 84.2 -> OK
         _cell("toolrerank", "3", "all-avg", "DPR", "recall@5", 0.80),                        # 75.2 -> DIFF +0.048
@@ -329,7 +330,8 @@ def test_cli_text_and_json(fake_results, capsys):
     out = capsys.readouterr().out
     assert "== reinvoke table 1" in out
     assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+OK", out)
-    assert re.search(r"toole-multi\s+BM25\s+ndcg@5\s+0\.2635\s+0\.2000\s+-0\.0635", out)
+    assert re.search(r"toole-multi\s+BM25\s+ndcg@5\s+0\.2635\s+0\.2000\s+-0\.0635  \[k1=1\.2\]$", out, re.M)
+    assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+OK$", out, re.M)   # no note, no brackets
     assert "BM-25" in out and "match no paper cell" in out
     assert "toolbench-i1" not in out                     # missing cells are only listed with --all
     assert out.strip().endswith("2 cells reproduced, 1 within tolerance, 48 not reproduced yet, 1 result cells unmatched")

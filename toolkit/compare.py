@@ -486,7 +486,8 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
         for r in g.itertuples(index=False):
             lines.append(f"   {r.dataset:<{wd}}  {r.method:<{wm}}  {r.metric:<{wk}}  "
                          f"{_fmt_paper(r.printed, r.scale):>9}  {_fmt_ours(r.ours, r.scale):>9}  "
-                         f"{_fmt_status(r.status, r.diff, r.scale)}")
+                         f"{_fmt_status(r.status, r.diff, r.scale)}"
+                         + (f"  [{r.note}]" if isinstance(r.note, str) and r.note else ""))   # e.g. ours at m=1
         n_missing = int(table_missing.get((paper, table), 0))
         if n_missing and not show_all:
             lines.append(f"   ({n_missing} more cell(s) of this table not reproduced yet; --all lists them)")

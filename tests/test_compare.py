@@ -329,20 +329,20 @@ def test_cli_text_and_json(fake_results, capsys):
     assert compare.main(["--paper", "reinvoke", "--table", "1"]) == 0
     out = capsys.readouterr().out
     assert "== reinvoke table 1" in out
-    assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+OK", out)
-    assert re.search(r"toole-multi\s+BM25\s+ndcg@5\s+0\.2635\s+0\.2000\s+-0\.0635  \[k1=1\.2\]$", out, re.M)
-    assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+OK$", out, re.M)   # no note, no brackets
+    assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+20550\s+OK", out)   # n: its queries
+    assert re.search(r"toole-multi\s+BM25\s+ndcg@5\s+0\.2635\s+0\.2000\s+497\s+-0\.0635  \[k1=1\.2\]$", out, re.M)
+    assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+20550\s+OK$", out, re.M)   # no note, no brackets
     assert "BM-25" in out and "match no paper cell" in out
     assert "toolbench-i1" not in out                     # missing cells are only listed with --all
     assert out.strip().endswith("2 cells reproduced, 1 within tolerance, 48 not reproduced yet, 1 result cells unmatched")
 
     compare.main(["--paper", "toolrerank", "--table", "3"])
     out = capsys.readouterr().out
-    assert re.search(r"all-avg\s+DPR\s+recall@5\s+75\.2\s+80\.00\s+\+4\.80", out)   # shown in the paper's scale
+    assert re.search(r"all-avg\s+DPR\s+recall@5\s+75\.2\s+80\.00\s+-\s+\+4\.80", out)   # no n_queries: "-"   # shown in the paper's scale
 
     compare.main(["--paper", "reinvoke", "--table", "1", "--all"])
     out = capsys.readouterr().out
-    assert re.search(r"toolbench-i1\s+Dense\s+ndcg@5\s+0\.5962\s+-\s+missing", out)
+    assert re.search(r"toolbench-i1\s+Dense\s+ndcg@5\s+0\.5962\s+-\s+-\s+missing", out)
 
     compare.main(["--paper", "reinvoke", "--json"])
     payload = json.loads(capsys.readouterr().out)

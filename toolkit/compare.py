@@ -444,6 +444,11 @@ def _fmt_ours(x, scale) -> str:
     return f"{x:g}"
 
 
+def _fmt_n(n) -> str:
+    """Queries behind our value (e.g. a 1,000-query sample beside a full-set baseline)."""
+    return "-" if n is None or pd.isna(n) else str(int(n))
+
+
 def _fmt_status(status, d, scale) -> str:
     if status != "DIFF":
         return status
@@ -482,10 +487,10 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
         wd = max(7, g["dataset"].str.len().max())
         wm = max(6, g["method"].str.len().max())
         wk = max(6, g["metric"].str.len().max())
-        lines.append(f"   {'dataset':<{wd}}  {'method':<{wm}}  {'metric':<{wk}}  {'paper':>9}  {'ours':>9}  status")
+        lines.append(f"   {'dataset':<{wd}}  {'method':<{wm}}  {'metric':<{wk}}  {'paper':>9}  {'ours':>9}  {'n':>6}  status")
         for r in g.itertuples(index=False):
             lines.append(f"   {r.dataset:<{wd}}  {r.method:<{wm}}  {r.metric:<{wk}}  "
-                         f"{_fmt_paper(r.printed, r.scale):>9}  {_fmt_ours(r.ours, r.scale):>9}  "
+                         f"{_fmt_paper(r.printed, r.scale):>9}  {_fmt_ours(r.ours, r.scale):>9}  {_fmt_n(r.n_queries):>6}  "
                          f"{_fmt_status(r.status, r.diff, r.scale)}"
                          + (f"  [{r.note}]" if isinstance(r.note, str) and r.note else ""))   # e.g. ours at m=1
         n_missing = int(table_missing.get((paper, table), 0))

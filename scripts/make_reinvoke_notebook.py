@@ -266,14 +266,16 @@ md(r"""
 Pass rate of ToolLLaMA-7B with DFSDT over live RapidAPI calls, using each retriever's tools: needs a live agent and
 RapidAPI access, not available here — not run.
 
-## Reading (standard run of 2026-11-23; the smoke profile's 12 queries per dataset mean nothing)
+## Reading (standard run of 2026-11-24; the smoke profile's 12 queries per dataset mean nothing)
 
-**What could run.** Qwen2.5-Coder-1.5B: intents for all 497 ToolE multi-tool queries, the 1,000-query single-tool
-sample and ToolBench I1/I2/I3 (474 / 230 / 61); synthetic queries m = 10 for the 199 ToolE tools (the paper's
-setting) and m = 1 for the 44 APIs of the I3 pool. Qwen2.5-Coder-0.5B: intents for ToolE (multi-tool, single-tool
-sample) and I3, m = 1 synthetic queries for ToolE and I3. HyDE (1.5B): ToolBench I3 only (61 queries). Pending
-therefore: HyDE on ToolE and I1/I2, the 0.5B rows at m = 10, and Re-Invoke / the query generator on ToolBench beyond I3 at m = 1 (the I1/I2 pools have 1,684 / 1,037
-APIs).
+**What could run.** Qwen2.5-Coder-1.5B: intents and HyDE documents for every LLM query set (ToolE multi-tool 497,
+the 1,000-query single-tool sample, ToolBench I1/I2/I3 474 / 230 / 61); synthetic queries m = 10 for the 199 ToolE
+tools (the paper's setting) and m = `m_toolbench` = 1 for the I2 and I3 pools (1,037 / 44 APIs). The I1 pool
+(1,684 APIs) is still being filled (the coverage table above counts its synthetic queries at this run), so Re-Invoke and the query
+generator on I1 are pending. Qwen2.5-Coder-0.5B: intents for ToolE and ToolBench I1/I2/I3, synthetic queries m = 10
+for ToolE and m = 1 for I3. Also pending: the 0.5B Re-Invoke rows on I1/I2 (no 0.5B synthetic queries for those
+pools), Table 3D on ToolBench (one copy per API: max = mean) and HyDE with the 0.5B model (the
+paper's HyDE uses one LLM).
 
 **Baselines hold.** On ToolE, where data and corpus are the paper's, BM25 is within 0.04 nDCG@5 of the paper
 (single 0.366 vs 0.374, multi 0.225 vs 0.264) and MiniLM matches Vertex AI (0.661 vs 0.652; 0.494 vs 0.530). On
@@ -284,55 +286,72 @@ because our corpus is the groups' candidate pools, not the whole library.
 query generator (m = 10) gains +0.080 on ToolE single-tool and +0.088 on multi-tool (paper +0.129 / +0.161), where
 the intent extractor gives −0.054 and +0.045 (paper +0.023 / +0.096). The intent extractor gains +0.125 on ToolBench
 I2 and +0.079 on I3 (paper +0.128 / +0.121) and −0.020 on I1 (paper −0.005; I1's gold APIs share one tool), where one
-synthetic query gives −0.007 on I3 (paper, m = 1: −0.009). So the query generator is the component for ToolE's short
-documents and the intent extractor for multi-tool ToolBench queries, as the paper's §6.3 says. Two limits: the
-query generator on ToolBench is measured at m = 1 and on I3 only, and the intent extractor hurts single-tool ToolE
-(0.664 → 0.611): for a single-intent query multi-view ranking is plain ranking of the rewritten query, and the 1.5B
-model's rewrites drop words the embedding relied on (Table 9 style cases: "Can you analyze a smart contract for me?"
-→ "analyze a smart contract" puts a legal tool first).
+synthetic query per API gives −0.016 on I2 and −0.007 on I3 (the paper's own m = 1 row, Table 3C: −0.014 and
+−0.009). So the query generator is the component for ToolE's short documents and the intent extractor for
+multi-tool ToolBench queries, as the paper's §6.3 says. Two limits: on ToolBench the query generator is measured at
+m = 1 (the paper's gain there comes with m = 10: +0.026 / +0.027 on I2 / I3), and the intent extractor hurts
+single-tool ToolE (0.664 → 0.611): for a single-intent query multi-view ranking is plain ranking of the rewritten
+query, and the 1.5B model's rewrites drop words the embedding relied on (Table 9 style cases: "Can you analyze a smart
+contract for me?" → "analyze a smart contract" puts a legal tool first).
 
 **More synthetic queries help (3C).** Dense nDCG@5 with no / 1 / 5 / 10 synthetic queries: ToolE single 0.664 /
 0.653 / 0.735 / 0.744 (paper 0.652 / 0.739 / 0.778 / 0.781), multi 0.494 / 0.437 / 0.552 / 0.582 (paper 0.530 /
 0.650 / 0.672 / 0.691). The paper's monotone gain holds from m = 1 on, but with this model one query is not enough:
-one long generated query (101 completion tokens on average over the 1.5B answers; 636 of 2,034 cut at the 160-token
-cap) pulls a copy's embedding towards one phrasing and hurts, and the mean over several copies turns it into a gain.
-BM25 gains at every m (Re-Invoke w/ BM25, m = 1 / 5 / 10: single 0.379 → 0.468 / 0.543 / 0.554, multi 0.225 → 0.335 /
-0.415 / 0.456; paper at m = 10: 0.597 / 0.564): the appended queries add the vocabulary users type.
+one long generated query (890 of 3,179 1.5B answers cut at the 160-token cap) pulls a copy's embedding towards
+one phrasing and hurts, and the mean over several copies turns it into a gain. BM25 gains at every m (Re-Invoke w/
+BM25, m = 1 / 5 / 10: single 0.379 → 0.468 / 0.543 / 0.554, multi 0.225 → 0.335 / 0.415 / 0.456; paper at m = 10:
+0.597 / 0.564): the appended queries add the vocabulary users type.
 
 **Mean beats max, appending beats replacing (3D, 3B; m = 10).** Mean vs max similarity over a tool's copies: single
 0.744 vs 0.728, multi 0.582 vs 0.546 (paper 0.781 vs 0.772, 0.691 vs 0.633). Synthetic queries only vs appended to
-the document: 0.717 vs 0.744 and 0.547 vs 0.582 (paper 0.754 vs 0.781, 0.681 vs 0.691). Both in the paper's
-direction and of its size.
+the document: 0.717 vs 0.744 and 0.547 vs 0.582 (paper 0.754 vs 0.781, 0.681 vs 0.691); on ToolBench at m = 1 too:
+I2 0.354 vs 0.439, I3 0.426 vs 0.460 (paper at m = 10: 0.305 vs 0.414, 0.412 vs 0.491). Both in the
+paper's direction and of its size.
 
-**Re-Invoke (both components, m = 10): the multi-tool headline holds at smaller size, the single-tool one does not.**
-Dense: ToolE multi-tool 0.610 vs plain 0.494 (+23 % relative; paper 0.723 vs 0.530, +37 %), single-tool 0.674 vs
-0.664 (+1.5 %; paper +20 %) — the intent extractor's single-tool loss eats most of the query generator's gain, and
-the query generator alone (0.744) is our best single-tool method. BM25: 0.554 vs 0.379 single, 0.456 vs 0.225 multi
-(paper 0.597 vs 0.374, 0.564 vs 0.264). ToolBench I3 with m = 1: 0.609 dense (plain 0.467, intent extractor alone
-0.546; paper Re-Invoke at m = 10: 0.596) and 0.625 BM25 (plain 0.564). The synthetic queries find their own tool
-(Table 4, recall@5 / @10: 0.848 / 0.869 with all 10 per tool, 0.884 / 0.899 with the first only; paper 0.913 /
-0.946), so the later samples are less specific than the first; on the I3 pool, m = 1: 0.864 / 0.955 (paper, m = 10:
-0.904 / 0.946).
+**Re-Invoke (both components): the multi-tool headline holds at smaller size, the single-tool one does not.**
+ToolE, m = 10, dense: multi-tool 0.610 vs plain 0.494 (+23 % relative; paper 0.723 vs 0.530, +37 %), single-tool
+0.674 vs 0.664 (+1.5 %; paper +20 %) — the intent extractor's single-tool loss eats most of the query generator's
+gain, and the query generator alone (0.744) is our best single-tool method. BM25: 0.554 vs 0.379 single, 0.456 vs
+0.225 multi (paper 0.597 vs 0.374, 0.564 vs 0.264). ToolBench at m = 1 (paper m = 10): I2 dense 0.569 vs plain
+0.455 (paper 0.538 vs 0.388), BM25 0.654 vs 0.527 (paper 0.397 vs 0.208); I3 dense 0.609 vs 0.467 (paper 0.596
+vs 0.463), BM25 0.625 vs 0.564 (paper 0.499 vs 0.338). On ToolBench the gain is the intent extractor's: at m = 1 on I2 Re-Invoke is a little below the intent extractor
+alone (dense 0.569 vs 0.580, BM25 0.654 vs 0.657), as one synthetic query per API also lowers plain dense (0.455 →
+0.439).
+The synthetic queries find their own tool (Table 4, recall@5 / @10: 0.848 / 0.869 with all 10 per ToolE tool, 0.884
+/ 0.899 with the first only; paper 0.913 / 0.946), so the later samples are less specific than the first; at m = 1
+on the I2 pool 0.706 / 0.794 (paper, m = 10: 0.767 / 0.831) and on the I3 pool 0.864 / 0.955 (paper 0.904 / 0.946).
 
-**HyDE hurts on ToolBench I3, as in the paper.** The hypothetical tool document replaces the query: BM25 0.564 →
-0.522, dense 0.467 → 0.381 nDCG@5 (paper 0.338 → 0.259 and 0.463 → 0.300). A made-up API description matches other
-APIs' boilerplate better than the user's request does (our reading; not tested).
+**HyDE hurts everywhere here; on ToolE because of the parameter schema.** The hypothetical tool document replaces
+the query. Dense nDCG@5, plain → HyDE: I1 0.594 → 0.431, I2 0.455 → 0.329, I3 0.467 → 0.381 (paper 0.596 → 0.434,
+0.388 → 0.222, 0.463 → 0.300), ToolE single-tool sample 0.664 → 0.486 and multi-tool 0.494 → 0.246 (paper 0.652 →
+0.656 and 0.530 → 0.491). BM25: I1 0.623 → 0.549, I2 0.527 → 0.447, I3 0.564 → 0.522, single 0.379 → 0.328, multi
+0.225 → 0.222 (paper 0.348 → 0.308, 0.208 → 0.163, 0.338 → 0.259, 0.374 → 0.377, 0.264 → 0.195). On ToolBench we
+match the paper's drop; on ToolE ours is far larger. The diagnostic rows say why: cut to its `api_name` and
+`api_description` — the shape of a ToolE document, which has no parameters — the same hypothetical document gives
+dense 0.672 on single-tool and 0.510 on multi-tool, *above* plain dense (0.664 / 0.494) and close to the paper's
+HyDE. So the JSON parameter schema the Fig. 6 prompt asks for is what drags HyDE down on ToolE; on ToolBench, whose
+documents do list parameters, the cut copy helps less (I1 0.542, I2 0.371, I3 0.398). Multi-tool queries lose more
+because one hypothetical document describes one API.
 
 **Backbone size matters here, unlike the paper.** The paper's three backbones are within 0.05 nDCG@5 of each other
-(0.03 with the dense retriever). Ours at m = 1, Qwen 0.5B vs 1.5B: ToolE multi-tool dense 0.436 vs 0.511, BM25 0.242
-vs 0.335; single-tool dense 0.555 vs 0.591, BM25 0.403 vs 0.468; I3 dense 0.449 vs 0.609, BM25 0.428 vs 0.625. With
-the 0.5B model Re-Invoke is below plain dense retrieval (0.436 vs 0.494; 0.555 vs 0.664; 0.449 vs 0.467).
-The intents are what the small model gets wrong: the intent extractor alone with 0.5B intents lowers dense nDCG@5
-(ToolE multi-tool 0.494 → 0.463, single-tool 0.664 → 0.558, I3 0.467 → 0.441; 1.5B: 0.539, 0.611, 0.546), while its m = 1 synthetic queries do as
-well as the 1.5B model's (ToolE single 0.652 vs 0.653, multi 0.455 vs 0.437, I3 0.469 vs 0.460).
+(0.03 with the dense retriever). Ours, Qwen 0.5B vs 1.5B, Re-Invoke at m = 10 on ToolE: dense multi-tool 0.525 vs
+0.610, single-tool 0.589 vs 0.674; BM25 0.329 vs 0.456 and 0.466 vs 0.554; at m = 1 on I3: dense 0.449 vs 0.609,
+BM25 0.428 vs 0.625. With the 0.5B model Re-Invoke is below plain dense retrieval on single-tool ToolE (0.589 vs
+0.664) and I3 (0.449 vs 0.467). The intents are what the small model gets wrong: its intent extractor alone lowers
+dense nDCG@5 everywhere (ToolE multi-tool 0.494 → 0.463, single-tool 0.664 → 0.558, I1 0.594 → 0.429, I2 0.455 →
+0.320, I3 0.467 → 0.441; 1.5B: 0.539, 0.611, 0.574, 0.580, 0.546), while its synthetic queries alone nearly match the 1.5B model's at m = 10 (multi-tool 0.578 vs 0.582,
+single-tool 0.708 vs 0.744).
 
-**LLM generation time (wall, this machine, 2 cores; the table above sums per-call times).** 1.5B: intents 2,261
-answers over three sessions (e.g. 474 I1 queries in 23.3 min, 4 slots, 1 thread, the other core training); ToolE
-synthetic queries 1,990 answers, of which samples 1–4 (707 left) took 49.6 min and samples 5–9 (995) 54.8 min (4
-slots, 2 threads; 14–18 per minute); I3 m = 1 in 6.9 min (44 answers; ToolBench documents are longer); HyDE 36
-answers, 182 s per 12, and the other 49 I3 queries in 560 s. 0.5B: 497 ToolE multi-tool intents in 5.8 min (85/min),
-the 1,000 single-tool ones in 9.6 min (104/min), 199 ToolE synthetic queries in 6.3 min
-(32/min), I3 intents 85 s and synthetic queries 163 s.
+**LLM generation time (wall, this machine, 2 cores; the table above sums per-call times, 4 calls in parallel).**
+1.5B: intents 2,261 answers over three sessions (e.g. 474 I1 queries in 23.3 min, 4 slots, 1 thread, the other
+core training); ToolE synthetic queries 1,990 answers, of which samples 1–4 (707 left) took 49.6 min and samples
+5–9 (995) 54.8 min (4 slots, 2 threads; 14–18 per minute); the I3 pool at m = 1 in 6.9 min (44 answers), the I2 pool
+(1,026 new answers; 11 of its APIs are in the I3 pool too answers) in 126 min over two sessions (8.1/min: ToolBench documents are longer than ToolE's); HyDE 2,261 answers (15.1 h of summed call time; 290 ToolE multi-tool queries
+in 28.1 min, 49 I3 queries in 9.3 min; the wall times of the session that generated the single-tool, I1 and I2 HyDE
+documents were lost with it). 0.5B: 497 ToolE multi-tool intents in 5.8 min (85/min), the 1,000 single-tool ones in
+9.6 min (104/min), 199 ToolE synthetic queries in 6.3 min (32/min), intents for I3 (61) in 85 s, I2 (229) in 5.5 min and I1 (474) in 9.6 min, I3 synthetic queries in 163 s; its
+other 1,791 ToolE synthetic queries (samples 1–9) came from a session whose wall time was lost (its cache sums
+5.0 h of call time over all 2,034 answers).
 """)
 
 code(r"""

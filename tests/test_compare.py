@@ -267,6 +267,8 @@ def fake_results(tmp_path, monkeypatch):
         _cell("reinvoke", "1", "toole-multi", "BM25", "ndcg@5", 0.2000, n_queries=497,       # DIFF
               note="k1=1.2"),
         _cell("reinvoke", "1", "toole-multi", "BM-25", "ndcg@5", 0.2000),                    # unmatched
+        _cell("reinvoke", "1", "toole-multi", "Re-Invoke (dense) [qwen-0.5b]", "ndcg@5", 0.5,  # our own row
+              ours_only=True),
         _cell("toolrerank", "3", "all-avg", "ToolRerank", "recall@5", 0.8440),               # percent paper: 84.2 -> OK
         _cell("toolrerank", "3", "all-avg", "DPR", "recall@5", 0.80),                        # 75.2 -> DIFF +0.048
         _cell("reinvoke", "5", "toole-single", "test", "queries", 20550),                    # count, exact
@@ -280,7 +282,7 @@ def fake_results(tmp_path, monkeypatch):
 
 def test_load_results(fake_results):
     r = compare.load_results("standard")
-    assert len(r) == 9 and set(r["notebook"]) == {"01_baselines", "02_other"}
+    assert len(r) == 10 and set(r["notebook"]) == {"01_baselines", "02_other"}
     assert set(r["table"].dropna()) == {"1", "3", "5", "fig2"}            # int table keys become strings
     assert len(compare.load_results("standard", notebooks=["02_other"])) == 1
     assert len(compare.load_results("smoke")) == 1
@@ -312,7 +314,9 @@ def test_compare_statuses(fake_results):
 
     s = compare.summarize(df)
     n_paper = len(compare.load_paper_numbers())
-    assert s == {"reproduced": 5, "ok": 3, "diff": 2, "missing": n_paper - 5, "unmatched": 1, "lost": 1}
+    assert s == {"reproduced": 5, "ok": 3, "diff": 2, "missing": n_paper - 5, "unmatched": 1, "lost": 1,
+                 "ours_only": 1}
+    assert get("reinvoke", "1", "toole-multi", "Re-Invoke (dense) [qwen-0.5b]", "ndcg@5").status == "ours only"
     # a tighter tolerance turns the -0.0023 and the +0.002 into DIFFs; the exact count stays OK
     assert compare.summarize(compare.compare("standard", tolerance=0.001))["ok"] == 1
 
@@ -320,7 +324,8 @@ def test_compare_statuses(fake_results):
 def test_compare_filters(fake_results):
     df = compare.compare("standard", paper="reinvoke", table=1)
     assert set(df.paper) == {"reinvoke"} and set(df.table) == {"1"}
-    assert compare.summarize(df) == {"reproduced": 2, "ok": 1, "diff": 1, "missing": 48, "unmatched": 1, "lost": 0}
+    assert compare.summarize(df) == {"reproduced": 2, "ok": 1, "diff": 1, "missing": 48, "unmatched": 1, "lost": 0,
+                                     "ours_only": 1}
     df = compare.compare("smoke", paper="reinvoke", table="1")
     assert compare.summarize(df)["diff"] == 1
 
@@ -334,27 +339,30 @@ def test_cli_text_and_json(fake_results, capsys):
     assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+20550\s+OK$", out, re.M)   # no note, no brackets
     assert "BM-25" in out and "match no paper cell" in out
     assert "toolbench-i1" not in out                     # missing cells are only listed with --all
-    assert out.strip().endswith("2 cells reproduced, 1 within tolerance, 48 not reproduced yet, 1 result cells unmatched")
+    assert "qwen-0.5b" not in out                        # our own rows are counted, not listed as naming slips
+    assert out.strip().endswith("2 cells reproduced, 1 within tolerance, 48 not reproduced yet, 1 result cells unmatched"
+                                ", 1 of our own rows (--all lists them)")
 
     compare.main(["--paper", "toolrerank", "--table", "3"])
     out = capsys.readouterr().out
-    assert re.search(r"all-avg\s+DPR\s+recall@5\s+75\.2\s+80\.00\s+-\s+\+4\.80", out)   # no n_queries: "-"   # shown in the paper's scale
+    assert re.search(r"all-avg\s+DPR\s+recall@5\s+75\.2\s+80\.00\s+-\s+\+4\.80", out)   # no n_queries: "-"; the paper's scale
 
     compare.main(["--paper", "reinvoke", "--table", "1", "--all"])
     out = capsys.readouterr().out
     assert re.search(r"toolbench-i1\s+Dense\s+ndcg@5\s+0\.5962\s+-\s+-\s+missing", out)
+    assert "our own rows, with no paper counterpart" in out and "toole-multi/Re-Invoke (dense) [qwen-0.5b]/ndcg@5 = 0.5" in out
 
     compare.main(["--paper", "reinvoke", "--json"])
     payload = json.loads(capsys.readouterr().out)
     assert payload["summary"]["lost"] == 0
     assert payload["summary"]["reproduced"] == 3
-    assert {c["status"] for c in payload["cells"]} == {"OK", "DIFF", "unmatched"}
+    assert {c["status"] for c in payload["cells"]} == {"OK", "DIFF", "unmatched", "ours only"}
 
 
 def test_cli_figure_only_cells(fake_results, capsys):
     compare.main([])
     out = capsys.readouterr().out
-    assert "words_mean" not in out and out.strip().endswith("1 with no printed paper value (--all lists them)")
+    assert "words_mean" not in out and out.strip().endswith("1 with no printed paper value, 1 of our own rows (--all lists them)")
     compare.main(["--all", "--paper", "iterative_feedback"])
     out = capsys.readouterr().out
     assert "iterative_feedback/fig2/toole-single/test/words_mean = 20.5" in out

@@ -55,7 +55,7 @@ _CELL_KEYS_OPTIONAL = {"scale", "note"}
 
 PAPER_COLUMNS = ["paper", "table", "dataset", "method", "metric", "value", "printed", "scale", "note"]
 RESULT_COLUMNS = ["notebook", "profile", "paper", "table", "dataset", "method", "metric", "value",
-                  "n_queries", "note"]
+                  "n_queries", "note", "ours_only"]
 COMPARE_COLUMNS = ["paper", "table", "dataset", "method", "metric", "paper_value", "ours", "diff",
                    "status", "printed", "scale", "notebook", "n_queries", "note", "also_in"]
 
@@ -344,6 +344,7 @@ def load_results(profile: str = "standard", notebooks: Iterable[str] | str | Non
                 "dataset": c.get("dataset"), "method": c.get("method"), "metric": c.get("metric"),
                 "value": float("nan") if value is None else float(value),
                 "n_queries": c.get("n_queries"), "note": c.get("note"),
+                "ours_only": c.get("ours_only") is True,
             })
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     df["n_queries"] = pd.Series([r["n_queries"] for r in rows], index=df.index, dtype=object)
@@ -364,8 +365,9 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     produced the same cell; the first notebook by name wins). ``status`` is ``OK`` (|diff| <=
     tolerance), ``DIFF``, ``missing`` (no notebook produced the cell), ``lost`` (a result cell of
     a table whose values the paper does not print, e.g. a figure: listed under ``lost:`` in the
-    YAML) or ``unmatched`` (a result cell whose key is not in the paper numbers: usually a naming
-    slip).
+    YAML), ``ours only`` (a result cell recorded with ``ours_only``: a row the paper has no counterpart
+    for, such as our second LLM backbone) or ``unmatched`` (a result cell whose key is not in the paper
+    numbers: usually a naming slip).
     """
     P = load_paper_numbers(paper, paper_dir)
     R = load_results(profile, notebooks, results_dir)
@@ -394,11 +396,12 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     # tables the YAML lists but whose values the paper does not print (figure-only / lost)
     valueless = set(_captions(paper_dir)) - set(zip(P["paper"], P["table"]))
     status = []
-    for side, d, ours, pt in zip(merged["_merge"], out["diff"], out["ours"], zip(out["paper"], out["table"])):
+    own = merged["ours_only"].fillna(False).astype(bool)
+    for side, d, ours, pt, own_row in zip(merged["_merge"], out["diff"], out["ours"], zip(out["paper"], out["table"]), own):
         if side == "left_only" or (side == "both" and pd.isna(ours)):
             status.append("missing")
         elif side == "right_only":
-            status.append("lost" if pt in valueless else "unmatched")
+            status.append("lost" if pt in valueless else "ours only" if own_row else "unmatched")
         else:
             status.append("OK" if abs(d) <= tolerance + 1e-12 else "DIFF")
     out["status"] = status
@@ -414,12 +417,12 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
 
 
 def summarize(df: pd.DataFrame) -> dict:
-    """Counts: reproduced (OK + DIFF), ok, diff, missing, unmatched, lost."""
+    """Counts: reproduced (OK + DIFF), ok, diff, missing, unmatched, lost, ours_only."""
     counts = df["status"].value_counts()
     ok, diff = int(counts.get("OK", 0)), int(counts.get("DIFF", 0))
     return {"reproduced": ok + diff, "ok": ok, "diff": diff,
             "missing": int(counts.get("missing", 0)), "unmatched": int(counts.get("unmatched", 0)),
-            "lost": int(counts.get("lost", 0))}
+            "lost": int(counts.get("lost", 0)), "ours_only": int(counts.get("ours only", 0))}
 
 
 def _fmt_paper(v, scale) -> str:
@@ -507,6 +510,12 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
         if len(rows) < len(unmatched):
             lines.append(f"   ... {len(unmatched) - len(rows)} more (--all)")
         lines.append("")
+    own = df[df["status"] == "ours only"]
+    if len(own) and show_all:
+        lines.append(f"-- {len(own)} result cell(s) of our own rows, with no paper counterpart (e.g. a second LLM backbone):")
+        for r in own.itertuples(index=False):
+            lines.append(f"   {r.notebook}: {r.paper}/{r.table}/{r.dataset}/{r.method}/{r.metric} = {r.ours:g}")
+        lines.append("")
     lost = df[df["status"] == "lost"]
     if len(lost) and show_all:
         lines.append(f"-- {len(lost)} result cell(s) of tables whose values the paper does not print (figures, lost):")
@@ -520,11 +529,13 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
             lines.append(f"   {r.paper}/{r.table}/{r.dataset}/{r.method}/{r.metric}: {r.notebook}; also {r.also_in}")
         lines.append("")
     s = summarize(df)
+    hidden = (s["lost"] or s["ours_only"]) and not show_all   # listed only with --all
     lines.append(f"{s['reproduced']} cells reproduced, {s['ok']} within tolerance, "
                  f"{s['missing']} not reproduced yet"
                  + (f", {s['unmatched']} result cells unmatched" if s["unmatched"] else "")
-                 + (f", {s['lost']} with no printed paper value (--all lists them)" if s["lost"] and not show_all
-                    else f", {s['lost']} with no printed paper value" if s["lost"] else ""))
+                 + (f", {s['lost']} with no printed paper value" if s["lost"] else "")
+                 + (f", {s['ours_only']} of our own rows" if s["ours_only"] else "")
+                 + (" (--all lists them)" if hidden else ""))
     return "\n".join(lines)
 
 

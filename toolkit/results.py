@@ -65,12 +65,16 @@ class Recorder:
         check_profile(self.profile)
 
     def add(self, *, paper: str, table: str, dataset: str, method: str, metric: str, value: float,
-            n_queries: int | None = None, note: str = "") -> None:
+            n_queries: int | None = None, note: str = "", ours_only: bool = False) -> None:
+        """One result cell under the paper's key. ``ours_only``: a row the paper has no counterpart for
+        (e.g. our second LLM backbone in a table of backbones); ``compare`` lists it apart from naming slips."""
         key = (paper, str(table), dataset, method, metric)
         if any((c["paper"], c["table"], c["dataset"], c["method"], c["metric"]) == key for c in self.cells):
             raise ValueError(f"cell {key} recorded twice")
         self.cells.append({"paper": paper, "table": str(table), "dataset": dataset, "method": method,
                            "metric": metric, "value": float(value), "n_queries": n_queries, "note": note})
+        if ours_only:
+            self.cells[-1]["ours_only"] = True
 
     @property
     def path(self) -> Path:

@@ -291,7 +291,8 @@ def run_conditions(conds: list[Condition], sets: Mapping[str, EvalSet], ties: st
 
 def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None) -> None:
     """Record every computed cell under the paper's keys (Table 1: nDCG@5; 6: all four; 3A-D: nDCG@5).
-    A cell's note is ``notes[method]`` followed by "m=<synthetic queries per tool>" where the run used any."""
+    A cell's note is ``notes[method]`` followed by "m=<synthetic queries per tool>" where the run used any;
+    rows of a backbone other than the main one are recorded ``ours_only`` (the paper's backbones are others)."""
     notes = notes or {}
     for r in values.to_dict("records"):
         m = r.get("m")
@@ -302,7 +303,8 @@ def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None) ->
             mets = ["ndcg@5"] if table != "6" else list(METRICS)
             for met in mets:
                 rec.add(paper="reinvoke", table=table, dataset=r["dataset"], method=r["method"], metric=met,
-                        value=r[met], n_queries=r["queries"], note=note)
+                        value=r[met], n_queries=r["queries"], note=note,
+                        ours_only=isinstance(r.get("backbone"), str) and r["backbone"] != MAIN_BACKBONE)
 
 
 def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper_table: str | None = None) -> pd.DataFrame:

@@ -288,6 +288,21 @@ def test_load_results(fake_results):
     assert len(compare.load_results("smoke")) == 1
 
 
+def test_papers_own_notebook_wins_a_duplicated_cell(fake_results):
+    # 01_baselines sorts first by name, but a Re-Invoke table's baseline rows must come from the
+    # Re-Invoke notebook, whose corpus and settings its method rows share.
+    _results(fake_results, "20_reinvoke", [_cell("reinvoke", "1", "toole-multi", "BM25", "ndcg@5", 0.2635)])
+    df = compare.compare("standard")
+    row = df[(df.paper == "reinvoke") & (df.table == "1") & (df.dataset == "toole-multi") & (df.method == "BM25")]
+    assert len(row) == 1
+    row = row.iloc[0]
+    assert (row.notebook, row.also_in, row.status) == ("20_reinvoke", "01_baselines", "OK")
+    # a cell no paper-named notebook produced keeps the first notebook by name
+    single = df[(df.dataset == "toole-single") & (df.method == "BM25") & (df.table == "1")].iloc[0]
+    assert (single.notebook, single.also_in) == ("01_baselines", "02_other")
+    assert "the paper's own notebook shown" in compare.render(df)
+
+
 def test_compare_statuses(fake_results):
     df = compare.compare("standard")
     assert list(df.columns) == compare.COMPARE_COLUMNS

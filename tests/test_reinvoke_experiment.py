@@ -197,6 +197,11 @@ def test_m_toolbench_sets_the_synthetic_queries_per_api_on_toolbench_only(tiny):
     E.record(rec, values, {"Re-Invoke (dense)": "minilm"})
     notes = {(x["table"], x["method"]): x["note"] for x in rec.cells if x["metric"] == "ndcg@5"}
     assert notes[("1", "Re-Invoke (dense)")] == "minilm; m=1" and notes[("1", "Dense")] == ""
+    rec = Recorder("20_reinvoke", "smoke")
+    E.record(rec, values, {"Re-Invoke (dense)": "minilm"}, dataset_notes={"toolbench-tiny": "corpus=pool (3 APIs)"})
+    notes = {(x["table"], x["method"]): x["note"] for x in rec.cells if x["metric"] == "ndcg@5"}
+    assert notes[("1", "Re-Invoke (dense)")] == "corpus=pool (3 APIs); minilm; m=1"
+    assert notes[("1", "Dense")] == "corpus=pool (3 APIs)"
     t = E.roundtrip_table(sets, g, fake_embed, m=10, names=("toolbench-tiny",), m_toolbench=1)
     assert t["m"].tolist() == [1] and t["main"].tolist() == [True]
     assert E.roundtrip_table(sets, g, fake_embed, m=10, names=("toolbench-tiny",))["main"].tolist() == [False]

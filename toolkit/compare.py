@@ -362,7 +362,8 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     Returns one row per paper cell plus one per result cell that matches no paper cell, with
     columns paper, table, dataset, method, metric, paper_value, ours, diff (= ours - paper, on our
     scale), status, printed, scale, notebook, n_queries, note, also_in (other notebooks that
-    produced the same cell; the first notebook by name wins). ``status`` is ``OK`` (|diff| <=
+    produced the same cell; the paper's own notebook wins — the one whose name contains the
+    paper key — else the first by name). ``status`` is ``OK`` (|diff| <=
     tolerance), ``DIFF``, ``missing`` (no notebook produced the cell), ``lost`` (a result cell of
     a table whose values the paper does not print, e.g. a figure: listed under ``lost:`` in the
     YAML), ``ours only`` (a result cell recorded with ``ours_only``: a row the paper has no counterpart
@@ -378,8 +379,12 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     if table is not None:
         P = P[P["table"] == str(table)]
         R = R[R["table"] == str(table)]
-    # a cell produced by several notebooks: keep the first (notebook order), name the others
-    R = R.sort_values("notebook", kind="stable").copy()
+    # a cell produced by several notebooks: keep the paper's own notebook (its name contains the
+    # paper key, e.g. 20_reinvoke for reinvoke) so that a table's baseline rows come from the same
+    # corpus and settings as its method rows; otherwise the first by name. Name the others.
+    own_nb = [p in nb for p, nb in zip(R["paper"], R["notebook"])]
+    R = (R.assign(_not_own=[not o for o in own_nb])
+          .sort_values(["_not_own", "notebook"], kind="stable").drop(columns="_not_own"))
     R["also_in"] = None
     dup = R.duplicated(KEY, keep="first")
     if dup.any():
@@ -524,7 +529,7 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
         lines.append("")
     dups = df[df["also_in"].notna() & df["status"].isin(["OK", "DIFF", "unmatched"])]
     if len(dups):
-        lines.append(f"!! {len(dups)} cell(s) produced by more than one notebook (first by name shown):")
+        lines.append(f"!! {len(dups)} cell(s) produced by more than one notebook (the paper's own notebook shown, else the first by name):")
         for r in dups.itertuples(index=False):
             lines.append(f"   {r.paper}/{r.table}/{r.dataset}/{r.method}/{r.metric}: {r.notebook}; also {r.also_in}")
         lines.append("")

@@ -289,14 +289,17 @@ def run_conditions(conds: list[Condition], sets: Mapping[str, EvalSet], ties: st
     return runs, pd.DataFrame(rows), pd.DataFrame(pending, columns=["dataset", "method", "tables", "missing"])
 
 
-def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None) -> None:
+def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None,
+           dataset_notes: Mapping[str, str] | None = None) -> None:
     """Record every computed cell under the paper's keys (Table 1: nDCG@5; 6: all four; 3A-D: nDCG@5).
-    A cell's note is ``notes[method]`` followed by "m=<synthetic queries per tool>" where the run used any;
-    rows of a backbone other than the main one are recorded ``ours_only`` (the paper's backbones are others)."""
-    notes = notes or {}
+    A cell's note is ``dataset_notes[dataset]`` (e.g. the ToolBench corpus, which is not the paper's),
+    ``notes[method]``, then "m=<synthetic queries per tool>" where the run used any; rows of a backbone
+    other than the main one are recorded ``ours_only`` (the paper's backbones are others)."""
+    notes, dataset_notes = notes or {}, dataset_notes or {}
     for r in values.to_dict("records"):
         m = r.get("m")
-        note = "; ".join(x for x in (notes.get(r["method"], ""), "" if m is None or pd.isna(m) else f"m={int(m)}") if x)
+        note = "; ".join(x for x in (dataset_notes.get(r["dataset"], ""), notes.get(r["method"], ""),
+                                     "" if m is None or pd.isna(m) else f"m={int(m)}") if x)
         for table in r["tables"].split(","):
             if table == "extra":
                 continue

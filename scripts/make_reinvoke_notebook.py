@@ -276,8 +276,8 @@ the 1,000-query single-tool sample, ToolBench I1/I2/I3 474 / 230 / 61); syntheti
 tools (the paper's setting) and m = `m_toolbench` = 1 for the I1, I2 and I3 pools (1,684 / 1,037 / 44 APIs; the
 paper uses m = 10 everywhere — 10 per API here would be about 2,500 × 10 answers, some 38 h on this CPU).
 Qwen2.5-Coder-0.5B: intents for ToolE and ToolBench I1/I2/I3, synthetic queries m = 10
-for ToolE and m = 1 for I3. Also pending: the 0.5B Re-Invoke rows on I1/I2 (no 0.5B synthetic queries for those
-pools), Table 3D on ToolBench (one copy per API: max = mean) and HyDE with the 0.5B model (the
+for ToolE and m = 1 for the I2 and I3 pools. Also pending: the 0.5B Re-Invoke rows on I1 (no 0.5B synthetic queries
+for that pool), Table 3D on ToolBench (one copy per API: max = mean) and HyDE with the 0.5B model (the
 paper's HyDE uses one LLM).
 
 **Baselines hold.** On ToolE, where data and corpus are the paper's, BM25 is within 0.04 nDCG@5 of the paper
@@ -346,9 +346,10 @@ because one hypothetical document describes one API.
 
 **Backbone size matters here, unlike the paper.** The paper's three backbones are within 0.05 nDCG@5 of each other
 (0.03 with the dense retriever). Ours, Qwen 0.5B vs 1.5B, Re-Invoke at m = 10 on ToolE: dense multi-tool 0.525 vs
-0.610, single-tool 0.589 vs 0.674; BM25 0.329 vs 0.456 and 0.466 vs 0.554; at m = 1 on I3: dense 0.449 vs 0.609,
-BM25 0.428 vs 0.625. With the 0.5B model Re-Invoke is below plain dense retrieval on single-tool ToolE (0.589 vs
-0.664) and I3 (0.449 vs 0.467). The intents are what the small model gets wrong: its intent extractor alone lowers
+0.610, single-tool 0.589 vs 0.674; BM25 0.329 vs 0.456 and 0.466 vs 0.554; at m = 1 on I2: dense 0.303 vs 0.569,
+BM25 0.364 vs 0.654; on I3: dense 0.449 vs 0.609, BM25 0.427 vs 0.625. With the 0.5B model Re-Invoke is below plain
+dense retrieval on single-tool ToolE (0.589 vs 0.664), I2 (0.303 vs 0.455) and I3 (0.449 vs 0.467), and below plain
+BM25 on I2 (0.364 vs 0.527) and I3 (0.427 vs 0.564). The intents are what the small model gets wrong: its intent extractor alone lowers
 dense nDCG@5 everywhere (ToolE multi-tool 0.494 → 0.463, single-tool 0.664 → 0.558, I1 0.594 → 0.429, I2 0.455 →
 0.320, I3 0.467 → 0.441; 1.5B: 0.539, 0.611, 0.574, 0.580, 0.546), while its synthetic queries alone nearly match the 1.5B model's at m = 10 (multi-tool 0.578 vs 0.582,
 single-tool 0.708 vs 0.744).
@@ -361,7 +362,7 @@ core training); ToolE synthetic queries 1,990 answers, of which samples 1–4 (7
 documents are longer than ToolE's), the rest of the I1 pool (1,420 answers) in 177 min over two sessions (8.0/min); HyDE 2,261 answers (15.1 h of summed call time; 290 ToolE multi-tool queries
 in 28.1 min, 49 I3 queries in 9.3 min; the wall times of the session that generated the single-tool, I1 and I2 HyDE
 documents were lost with it). 0.5B: 497 ToolE multi-tool intents in 5.8 min (85/min), the 1,000 single-tool ones in
-9.6 min (104/min), 199 ToolE synthetic queries in 6.3 min (32/min), intents for I3 (61) in 85 s, I2 (229) in 5.5 min and I1 (474) in 9.6 min, I3 synthetic queries in 163 s; its
+9.6 min (104/min), 199 ToolE synthetic queries in 6.3 min (32/min), intents for I3 (61) in 85 s, I2 (229) in 5.5 min and I1 (474) in 9.6 min, I3 synthetic queries in 163 s, the I2 pool's 1,026 in 51.1 min (20/min); its
 other 1,791 ToolE synthetic queries (samples 1–9) came from a session whose wall time was lost (its cache sums
 5.0 h of call time over all 2,034 answers).
 """)

@@ -382,9 +382,8 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     # a cell produced by several notebooks: keep the paper's own notebook (its name contains the
     # paper key, e.g. 20_reinvoke for reinvoke) so that a table's baseline rows come from the same
     # corpus and settings as its method rows; otherwise the first by name. Name the others.
-    own_nb = [p in nb for p, nb in zip(R["paper"], R["notebook"])]
-    R = (R.assign(_not_own=[not o for o in own_nb])
-          .sort_values(["_not_own", "notebook"], kind="stable").drop(columns="_not_own"))
+    R = (R.assign(_own=[p in nb for p, nb in zip(R["paper"], R["notebook"])])
+          .sort_values(["_own", "notebook"], ascending=[False, True], kind="stable").drop(columns="_own"))
     R["also_in"] = None
     dup = R.duplicated(KEY, keep="first")
     if dup.any():

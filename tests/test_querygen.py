@@ -1,0 +1,224 @@
+"""Query generation (Kachuee et al. 2025): split protocol, interleaved retrieval, calibration, SFT —
+all without an LLM (echo backend, a stub tokenizer and a tiny random Qwen2)."""
+from __future__ import annotations
+
+import pytest
+
+from toolkit.data.contract import Document, Query, RetrievalDataset
+from toolkit.querygen import generation as gen
+from toolkit.querygen.data import SplitConfig, api_description, api_fields, check_no_contamination, nested_sample
+from toolkit.querygen.retrieval import QueryIndex, interleave, query_sets
+
+
+# --- interleaving (§4.2) ------------------------------------------------------------------------
+
+def test_interleave_takes_one_from_each_list_in_turn_and_skips_duplicates():
+    lists = [["a", "b", "c"], ["b", "d", "e"], ["a", "f"]]
+    # rank 1 of each list: a, b, (a dup); rank 2: (b dup), d, f; rank 3: c, e
+    assert interleave(lists, 10) == ["a", "b", "d", "f", "c", "e"]
+    assert interleave(lists, 3) == ["a", "b", "d"]
+    assert interleave([], 5) == []
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        interleave(lists, 0)
+
+
+def test_query_sets_append_the_utterance_last_and_fall_back_to_it():
+    gen_q = {"q1": ["weather api", "  "], "q2": []}
+    utt = {"q1": "will it rain", "q2": "book a cab", "q3": "hi"}
+    assert query_sets(gen_q, utt) == {"q1": ["weather api", "will it rain"], "q2": ["book a cab"], "q3": ["hi"]}
+    assert query_sets(gen_q, utt, append_utterance=False)["q1"] == ["weather api"]
+    # no usable generated query: the utterance stands in, so the request is never scored empty
+    assert query_sets(gen_q, utt, append_utterance=False)["q2"] == ["book a cab"]
+
+
+class _StubIndex(QueryIndex):
+    """QueryIndex whose per-query ranking is given (no encoder)."""
+
+    def __init__(self, rankings, doc_ids):
+        self.rankings, self.doc_ids = rankings, doc_ids
+
+    def ranked(self, texts, k, restrict=None):
+        out = []
+        for t in texts:
+            r = [d for d in self.rankings[t] if restrict is None or d in restrict]
+            out.append(r[:k])
+        return out
+
+
+def test_query_index_run_interleaves_each_requests_lists_with_rank_scores():
+    idx = _StubIndex({"x": ["d1", "d2", "d3"], "y": ["d3", "d1", "d4"], "u": ["d5", "d1"]}, ["d1", "d2", "d3", "d4", "d5"])
+    run = idx.run({"q": ["x", "y", "u"]}, k=4)
+    assert list(run["q"]) == ["d1", "d3", "d5", "d2"]
+    assert list(run["q"].values()) == [4.0, 3.0, 2.0, 1.0]
+    run = idx.run({"q": ["x", "y"]}, k=3, restrict={"d2", "d4"})
+    assert list(run["q"]) == ["d2", "d4"]
+
+
+# --- the split protocol (§4.1) on ToolLens -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def split():
+    from toolkit.querygen.data import make_split
+    return make_split(SplitConfig())
+
+
+def test_split_is_clean_and_counts_what_it_drops(split):
+    check_no_contamination(split)
+    st = split.stats()
+    assert st["apis_before_filter"] == 464 and st["requests_before_filter"] == 18770
+    kept = sum(st[f"{k}_requests"] for k in ("train", "dev", "in-domain", "out-of-domain"))
+    dropped = st["dropped_api_filtered"] + st["dropped_too_many_gold"] + st["dropped_straddling"]
+    assert kept + dropped == 18770          # every request is either in a set or counted as dropped
+    assert st["dev_requests"] == 200 and st["out_of_domain_tools"] > 0
+    ood_tools = {d.tool for i, d in split.corpus.items() if i not in split.in_domain_docs}
+    in_tools = {split.corpus[i].tool for i in split.in_domain_docs}
+    assert not ood_tools & in_tools         # split by tool name: no tool on both sides
+    for doc in split.corpus.values():       # the description filter holds
+        words = len(api_fields(Document(doc.doc_id, "", "", "", doc.meta["toollens_text"]))[2].split())
+        assert 3 <= words <= 100
+
+
+def test_contamination_check_can_fail(split):
+    ood_doc = next(d for d in split.corpus if d not in split.in_domain_docs)
+    qid = next(iter(split.test_in.qrels))
+    split.test_in.qrels[qid][ood_doc] = 1
+    try:
+        with pytest.raises(AssertionError, match="other side"):
+            check_no_contamination(split)
+    finally:
+        del split.test_in.qrels[qid][ood_doc]
+
+
+def test_split_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="ood_tool_share"):
+        SplitConfig(ood_tool_share=1.0)
+    with pytest.raises(ValueError, match="min_desc_words"):
+        SplitConfig(min_desc_words=10, max_desc_words=5)
+
+
+def test_api_description_keeps_tool_api_and_description():
+    doc = Document("0", "Food", "worldwide_recipes", "suggestions",
+                   "category_name:Food, tool_name:Worldwide Recipes, api_name:Suggestions, api_description:Get\n"
+                   "Suggestions, required_params: [], optional_params: []")
+    assert api_description(doc) == "Worldwide Recipes: Suggestions: Get Suggestions"
+
+
+def test_nested_sample_grows_without_losing_members(split):
+    small, large = nested_sample(split.test_out, 50, seed=3), nested_sample(split.test_out, 120, seed=3)
+    assert len(small.queries) == 50 and set(small.queries) <= set(large.queries)
+    assert nested_sample(split.test_out, None) is split.test_out
+    with pytest.raises(ValueError, match="sample size"):
+        nested_sample(split.test_out, 0)
+
+
+# --- calibration (§4.3) with a deterministic stand-in model ---------------------------------------
+
+def _tiny_dataset():
+    corpus = {f"d{i}": Document(f"d{i}", "c", f"t{i}", f"a{i}", f"doc {i}") for i in range(4)}
+    queries = {"q1": Query("q1", "alpha request"), "q2": Query("q2", "beta request")}
+    return RetrievalDataset("tiny", corpus, queries, {"q1": {"d2": 1}, "q2": {"d3": 1}})
+
+
+def test_calibrate_picks_the_temperature_whose_queries_retrieve_best(tmp_path):
+    from toolkit.llm.backends import EchoBackend
+    from toolkit.llm.client import LLMClient
+    ds = _tiny_dataset()
+    gold_text = {"alpha": "GOLD-d2", "beta": "GOLD-d3"}
+
+    def answer(req):   # at T=0.6 the model names the gold API, elsewhere something useless
+        text = req.messages()[-1]["content"]
+        word = "alpha" if "alpha request" in text else "beta"
+        return gold_text[word] if req.sampling.temperature == 0.6 else "Unrelated API: does nothing"
+
+    llm = LLMClient(EchoBackend(answer_fn=answer), cache_root=tmp_path, namespace="qg")
+    idx = _StubIndex({"GOLD-d2": ["d2", "d0"], "GOLD-d3": ["d3", "d0"], "Unrelated API: does nothing": ["d0", "d1"],
+                      "alpha request": ["d0", "d1"], "beta request": ["d1", "d0"]}, list(ds.corpus))
+    cal = gen.calibrate(idx, ds, llm, temperatures=(0.0, 0.6, 0.9), k=2)
+    assert cal["best"] == 0.6 and cal["scores"][0.6] == 1.0 and cal["scores"][0.0] == 0.0
+    assert cal["n"] == {0.0: 2, 0.6: 2, 0.9: 2}
+    # replayed from the cache, partially: only what is cached is scored
+    part = gen.generate_queries({"q1": "alpha request", "zz": "never asked"}, llm, 0.6, partial=True)
+    assert part == {"q1": ["GOLD-d2"]}
+
+
+# --- SFT: prompt masking, answer-only loss, a step that learns -----------------------------------
+
+class _StubTokenizer:
+    """Character-level chat tokenizer: <u>=1, <a>=2, <eot>=3 (eos), pad=0, chars = 10 + ord % 200."""
+    eos_token_id, pad_token_id = 3, 0
+
+    def _enc(self, s):
+        return [10 + ord(c) % 200 for c in s]
+
+    def apply_chat_template(self, msgs, add_generation_prompt=False, tokenize=True, return_dict=False):
+        ids = []
+        for m in msgs:
+            ids += [1 if m["role"] == "user" else 2] + self._enc(m["content"]) + [3]
+        if add_generation_prompt:
+            ids += [2]
+        return ids
+
+
+def test_encode_example_masks_the_prompt_and_keeps_the_answer():
+    from toolkit.querygen.sft import IGNORE, Example, encode_example
+    tok = _StubTokenizer()
+    ex = Example("q", "hi", "ab")
+    ids, labels = encode_example(tok, ex, max_length=64)
+    prompt_len = len(tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True))
+    assert ids[:prompt_len] == tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True)
+    assert labels[:prompt_len] == [IGNORE] * prompt_len
+    assert labels[prompt_len:] == tok._enc("ab") + [3]
+    with pytest.raises(ValueError, match="max_length"):
+        encode_example(tok, ex, max_length=3)
+
+
+@pytest.fixture(scope="module")
+def tiny_lm():
+    torch = pytest.importorskip("torch")
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=220, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128)
+    return Qwen2ForCausalLM(cfg)
+
+
+def test_answer_loss_ignores_prompt_tokens(tiny_lm):
+    import torch
+    from toolkit.querygen.sft import IGNORE, answer_loss
+    ids = torch.tensor([[1, 50, 51, 3, 2, 60, 61, 3]])
+    att = torch.ones_like(ids)
+    lab = torch.tensor([[IGNORE] * 5 + [60, 61, 3]])
+    loss, n = answer_loss(tiny_lm, ids, att, lab)
+    assert n == 3
+    # same as the model's full cross-entropy restricted to the answer positions
+    ref = tiny_lm(input_ids=ids, attention_mask=att, labels=lab).loss
+    assert float(loss) == pytest.approx(float(ref), rel=1e-5)
+    # changing a prompt label (not an answer token) changes nothing
+    lab2 = lab.clone()
+    lab2[0, 2] = IGNORE
+    assert float(answer_loss(tiny_lm, ids, att, lab2)[0]) == pytest.approx(float(loss))
+
+
+def test_training_lowers_the_answer_loss(tiny_lm):
+    import copy
+
+    import torch
+    from toolkit.querygen.sft import Example, SFTConfig, _collate, answer_loss, encode_example, train_examples
+    tok = _StubTokenizer()
+    lm = copy.deepcopy(tiny_lm)
+    exs = [Example(str(i), f"request {i % 4}", f"api {i % 4}: does {i % 4}") for i in range(16)]
+    ids, att, lab = _collate([encode_example(tok, e, 64) for e in exs], 0)
+    before = float(answer_loss(lm, ids, att, lab)[0])
+    cfg = SFTConfig(epochs=8, batch_size=8, micro_batch=4, lr=3e-3, weight_decay=0.0, bf16=False)
+    log = train_examples(lm, tok, exs, cfg, progress=False)
+    after = float(answer_loss(lm, ids, att, lab)[0])
+    assert after < before * 0.7
+    assert len(log["steps"]) == 16 and log["tokens"] > 0
+
+
+def test_sft_config_rejects_bad_values():
+    from toolkit.querygen.sft import SFTConfig
+    with pytest.raises(ValueError, match="multiple of micro_batch"):
+        SFTConfig(batch_size=32, micro_batch=5)
+    with pytest.raises(ValueError, match="lr"):
+        SFTConfig(lr=0)

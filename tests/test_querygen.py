@@ -222,3 +222,67 @@ def test_sft_config_rejects_bad_values():
         SFTConfig(batch_size=32, micro_batch=5)
     with pytest.raises(ValueError, match="lr"):
         SFTConfig(lr=0)
+
+
+# --- alignment: rewards and the rejection-sampling filter (§3.3, App. B.2/B.3) -----------------
+
+def test_draft_rewards_score_each_draft_by_simulated_retrieval():
+    from toolkit.querygen.alignment import draft_rewards
+    idx = _StubIndex({"good": ["d2", "d0"], "bad": ["d0", "d1"], "u": ["d1", "d0"]}, ["d0", "d1", "d2"])
+    r = draft_rewards({"q": [["bad"], ["good"]]}, idx, {"q": {"d2": 1}}, {"q": "u"}, reward="mmrr", k=2)
+    # draft 0: d0, d1 -> gold missing: (1)/(k+1) = 1/3; draft 1: d2 first -> 1
+    assert r["q"] == pytest.approx([1 / 3, 1.0])
+    r = draft_rewards({"q": [["bad"], ["good"]]}, idx, {"q": {"d2": 1}}, {"q": "u"}, reward="map", k=2)
+    assert r["q"] == pytest.approx([0.0, 1.0])
+    # restricted to the training APIs: the gold is not among them, so no draft can earn MAP
+    r = draft_rewards({"q": [["good"]]}, idx, {"q": {"d2": 1}}, {"q": "u"}, reward="map", k=2, restrict={"d0", "d1"})
+    assert r["q"] == [0.0]
+    with pytest.raises(ValueError, match="reward must be one of"):
+        draft_rewards({}, idx, {}, {}, reward="ndcg")
+
+
+def test_filter_keeps_best_drafts_then_applies_threshold_and_percentile():
+    from toolkit.querygen.alignment import FilterConfig, filter_drafts
+    rewards = {"a": [0.2, 0.9, 0.5], "b": [0.01, 0.04], "c": [0.6, 0.6], "d": [0.3]}
+    assert filter_drafts(rewards) == [("a", 1), ("c", 0), ("d", 0)]        # b's best 0.04 < 0.05
+    assert filter_drafts(rewards, FilterConfig(min_reward=0.0)) == [("a", 1), ("b", 1), ("c", 0), ("d", 0)]
+    assert filter_drafts(rewards, FilterConfig(keep_per_sample=2)) == [("a", 1), ("a", 2), ("c", 0), ("c", 1), ("d", 0)]
+    # top 50 percent of the kept best drafts (0.9, 0.04, 0.6, 0.3 -> median 0.45)
+    assert filter_drafts(rewards, FilterConfig(top_percent=50, min_reward=0.0)) == [("a", 1), ("c", 0)]
+    with pytest.raises(ValueError, match="top_percent"):
+        FilterConfig(top_percent=0)
+
+
+def test_reward_summary_describes_the_distribution():
+    from toolkit.querygen.alignment import reward_summary
+    s = reward_summary({"a": [0.2, 0.8], "b": [0.5]})
+    assert s["drafts"] == 3 and s["best_mean"] == pytest.approx(0.65) and sum(s["histogram"]) == 3
+
+
+def test_align_samples_from_the_latest_model_and_trains_on_kept_drafts(tmp_path):
+    """Algorithm 1 with a stand-in model: iteration t samples from the model trained at t-1."""
+    from toolkit.llm.backends import EchoBackend
+    from toolkit.llm.client import LLMClient
+    from toolkit.querygen.alignment import AlignConfig, align
+    ds = _tiny_dataset()
+    idx = _StubIndex({"GOLD-d2": ["d2", "d0"], "GOLD-d3": ["d3", "d0"], "junk": ["d0", "d1"],
+                      "alpha request": ["d0", "d1"], "beta request": ["d1", "d0"]}, list(ds.corpus))
+    used_ids, trained = [], []
+
+    def make_client(model_dir, model_id):
+        used_ids.append(model_id)
+        # draft 0 is junk, draft 1 names the gold API
+        def answer(req):
+            word = "alpha" if "alpha request" in req.messages()[-1]["content"] else "beta"
+            return ("GOLD-d2" if word == "alpha" else "GOLD-d3") if req.index == 1 else "junk"
+        return LLMClient(EchoBackend(model_id=model_id, answer_fn=answer), cache_root=tmp_path, namespace="qg")
+
+    def train_fn(model_dir, examples, out_dir):
+        trained.append((str(model_dir), sorted((e.qid, e.target) for e in examples), str(out_dir)))
+
+    cfg = AlignConfig(iterations=2, n_drafts=2, temperature=0.7, train_size=None)
+    hist = align(tmp_path / "base", ds, idx, cfg, tmp_path / "work", make_client, train_fn, log=None)
+    assert used_ids == [f"querygen-align-{cfg.tag()}-it0", f"querygen-align-{cfg.tag()}-it1"]
+    assert trained[0][1] == [("q1", "GOLD-d2"), ("q2", "GOLD-d3")]          # only the rewarded drafts
+    assert trained[1][0] == str(tmp_path / "work" / "it1")                   # iteration 2 starts from it1
+    assert [h["kept"] for h in hist] == [2, 2] and hist[0]["best_mean"] == pytest.approx(1.0)

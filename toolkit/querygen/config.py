@@ -1,0 +1,87 @@
+"""One configuration object for notebook ``40_querygen``: its ``smoke``, ``standard`` and ``paper``
+instances, and the checks every override goes through (names and types, then ranges).
+
+    cfg = config_for("standard")                          # the standard run
+    cfg = config_for("smoke", test_requests=20)           # an override, checked
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+from toolkit.querygen.alignment import AlignConfig
+from toolkit.querygen.data import SplitConfig
+from toolkit.querygen.sft import SFTConfig
+
+
+@dataclass(frozen=True)
+class QuerygenConfig:
+    profile: str = "smoke"
+    split: SplitConfig = SplitConfig()
+    encoder: str = "mpnet"                 # §4.2: all-mpnet-base-v2
+    list_size: int = 11                    # retrieved list length (lost; Recall@11 is the largest printed)
+    append_utterance: bool = True          # §4.2 / App. B.1
+    dev_requests: int | None = 100         # calibration requests (nested seeded sample of the dev split)
+    test_requests: int | None = 400        # requests per test set given to the LLM methods (None: all)
+    sample_seed: int = 0
+    temperatures: tuple[float, ...] = (0.0, 0.3, 0.6, 0.9)
+    zero_shot_model: str = "qwen-1.5b"     # in place of LLaMA-13B (§3.1)
+    generator_base: str = "qwen-0.5b"      # SFT and alignment start here (in place of a 13B model)
+    sft: SFTConfig = SFTConfig()
+    sft_train_requests: int | None = 2000  # training requests for SFT (nested seeded sample; None: all)
+    align: AlignConfig = AlignConfig()
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILE_NAMES:
+            raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
+        if self.list_size < 5:
+            raise ValueError(f"list_size must be >= 5 (Recall@5 is reported), got {self.list_size}")
+        for name in ("dev_requests", "test_requests", "sft_train_requests"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"{name} must be >= 1 or None (all), got {v}")
+        if not self.temperatures or any(t < 0 for t in self.temperatures):
+            raise ValueError(f"temperatures must be a non-empty tuple of values >= 0, got {self.temperatures}")
+        if self.encoder not in ("mpnet", "minilm") and not self.encoder.startswith("dense:"):
+            raise ValueError(f"encoder must be mpnet, minilm or dense:<path>, got {self.encoder!r}")
+
+    def metrics(self) -> list[str]:
+        """Table 1's metrics: MMRR and MAP at the list length, Recall@3/5/11."""
+        k = self.list_size
+        return [f"mmrr@{k}", f"map@{k}", "recall@3", "recall@5", f"recall@{min(11, k)}"]
+
+
+PROFILE_NAMES = ("smoke", "standard", "paper")
+PROFILES = {
+    # seconds on 2 cores: a dozen requests per set, answers replayed from the committed cache
+    "smoke": QuerygenConfig(profile="smoke", dev_requests=12, test_requests=12),
+    # the CPU run: 100 dev requests for calibration, 400 requests per test set for the LLM rows
+    "standard": QuerygenConfig(profile="standard"),
+    # the paper's scale: every request, every training request, 100 drafts per request (Table 3's baseline)
+    "paper": QuerygenConfig(profile="paper", dev_requests=None, test_requests=None, sft_train_requests=None,
+                            zero_shot_model="meta-llama/Llama-2-13b-chat-hf", generator_base="meta-llama/Llama-2-13b-chat-hf",
+                            align=AlignConfig(n_drafts=100, train_size=None)),
+}
+
+
+def config_for(profile: str, **overrides) -> QuerygenConfig:
+    """The profile's configuration with ``overrides`` applied; an unknown name or a value of the
+    wrong type is an error naming the parameter and what it expects."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {profile!r}")
+    base = PROFILES[profile]
+    known = {f.name: f for f in fields(QuerygenConfig) if f.name not in ("profile", "extra")}
+    for name, value in overrides.items():
+        if name not in known:
+            raise ValueError(f"40_querygen has no parameter {name!r}; its parameters: {', '.join(known)}")
+        default = getattr(base, name)
+        if isinstance(default, tuple) and isinstance(value, list):
+            overrides[name] = value = tuple(value)
+        ok = value is None and name in ("dev_requests", "test_requests", "sft_train_requests")
+        ok = ok or isinstance(value, type(default)) and not (isinstance(value, bool) != isinstance(default, bool))
+        ok = ok or (isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool))
+        ok = ok or (default is None and isinstance(value, int))
+        if not ok:
+            raise TypeError(f"40_querygen parameter {name!r} must be {type(default).__name__} "
+                            f"(profile {profile}: {default!r}), got {type(value).__name__} {value!r}")
+    return replace(base, **overrides)

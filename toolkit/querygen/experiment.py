@@ -1,0 +1,117 @@
+"""The conditions notebook ``40_querygen`` evaluates, from a :class:`~toolkit.querygen.config.QuerygenConfig`.
+
+A *condition* is (method, test set, utterance appended or not) evaluated on the requests whose
+generated queries are cached; what is not cached yet is listed as pending, never filled in.
+
+    cfg = config_for("standard")
+    s = setup(cfg)                                   # split, index, dev sample, LLM samples
+    zs = zero_shot(cfg, s)                           # calibration + generated queries per test set
+    values = evaluate_conditions(cfg, s, {"Zero-Shot": zs.queries})
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import pandas as pd
+
+from toolkit.data.contract import RetrievalDataset
+from toolkit.metrics import evaluate
+from toolkit.querygen import generation as gen
+from toolkit.querygen.config import QuerygenConfig
+from toolkit.querygen.data import QuerygenSplit, make_split, nested_sample
+from toolkit.querygen.retrieval import QueryIndex, query_sets
+
+TEST_SETS = ("querygen-in-domain", "querygen-out-of-domain")
+
+
+@dataclass
+class Setup:
+    split: QuerygenSplit
+    index: QueryIndex
+    dev: RetrievalDataset                      # calibration sample
+    tests: dict[str, RetrievalDataset]         # full test sets
+    llm_tests: dict[str, RetrievalDataset]     # the LLM methods' samples of them
+
+
+def setup(cfg: QuerygenConfig, split: QuerygenSplit | None = None) -> Setup:
+    split = split or make_split(cfg.split)
+    tests = {split.test_in.name: split.test_in, split.test_out.name: split.test_out}
+    return Setup(split=split, index=QueryIndex(split.corpus, cfg.encoder),
+                 dev=nested_sample(split.dev, cfg.dev_requests, cfg.sample_seed), tests=tests,
+                 llm_tests={n: nested_sample(ds, cfg.test_requests, cfg.sample_seed) for n, ds in tests.items()})
+
+
+@dataclass
+class Generated:
+    """One LLM method's generated queries: calibration, then per test set ``{qid: [query, ...]}``."""
+    method: str
+    calibration: dict
+    temperature: float | None
+    queries: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    pending: list[dict] = field(default_factory=list)
+
+
+def zero_shot(cfg: QuerygenConfig, s: Setup, kind: str = "description", llm=None) -> Generated:
+    """Replay (or generate, with a live client) the zero-shot answers: dev grid, best temperature
+    by Recall@5 (§4.3), the test samples at it."""
+    llm = llm or gen.client(cfg.profile, cfg.zero_shot_model, kind)
+    live = llm.mode == "live"
+    cal = gen.calibrate(s.index, s.dev, llm, cfg.temperatures, kind=kind, k=cfg.list_size, partial=not live)
+    g = Generated("Zero-Shot" if kind == "description" else "Zero-Shot (intents)", cal, cal["best"])
+    for t, n in cal["n"].items():
+        if n < len(s.dev.queries):
+            g.pending.append({"method": g.method, "set": f"dev T={t}", "cached": n, "needed": len(s.dev.queries)})
+    complete = [t for t, n in cal["n"].items() if n == len(s.dev.queries)]
+    if len(complete) < len(cfg.temperatures):
+        # calibration is not final until every temperature is scored on every dev request
+        g.temperature = None
+        for name, ds in s.llm_tests.items():
+            g.pending.append({"method": g.method, "set": name, "cached": 0, "needed": len(ds.queries),
+                              "why": "calibration incomplete"})
+        return g
+    for name, ds in s.llm_tests.items():
+        got = gen.generate_queries(ds.query_texts(), llm, g.temperature, kind=kind, partial=not live)
+        g.queries[name] = got
+        if len(got) < len(ds.queries):
+            g.pending.append({"method": g.method, "set": name, "cached": len(got), "needed": len(ds.queries)})
+    return g
+
+
+def evaluate_queries(cfg: QuerygenConfig, s: Setup, ds: RetrievalDataset, generated: Mapping[str, list[str]] | None,
+                     append_utterance: bool) -> dict[str, dict[str, float]]:
+    """Per-query metrics ``{metric: {qid: value}}`` on ``ds``'s requests that ``generated`` covers
+    (all of them for the utterance baseline, ``generated=None``)."""
+    texts = ds.query_texts()
+    if generated is not None:
+        texts = {q: t for q, t in texts.items() if q in generated}
+    sets = query_sets(generated or {}, texts, append_utterance if generated is not None else True)
+    run = s.index.run(sets, k=cfg.list_size)
+    return evaluate(run, {q: ds.qrels[q] for q in texts}, cfg.metrics(), per_query=True)
+
+
+def evaluate_conditions(cfg: QuerygenConfig, s: Setup, methods: Mapping[str, Mapping[str, Mapping[str, list[str]]]]
+                        ) -> pd.DataFrame:
+    """Long table (dataset, method, utterance, sample, metric, value, n): the utterance baseline on
+    each full test set and on the LLM sample, every method with and without the utterance."""
+    rows = []
+
+    def add(dataset, method, utt, sample, per_q):
+        for metric, vals in per_q.items():
+            rows.append({"dataset": dataset, "method": method, "utterance": utt, "sample": sample, "metric": metric,
+                         "value": sum(vals.values()) / len(vals) if vals else float("nan"), "n": len(vals)})
+
+    for name, ds in s.tests.items():
+        add(name, "Utterance", True, "all", evaluate_queries(cfg, s, ds, None, True))
+        add(name, "Utterance", True, "llm", evaluate_queries(cfg, s, s.llm_tests[name], None, True))
+        for method, per_set in methods.items():
+            got = per_set.get(name)
+            if not got:
+                continue
+            for utt in (True, False):
+                add(name, method, utt, "llm", evaluate_queries(cfg, s, s.llm_tests[name], got, utt))
+                if utt and len(got) < len(s.llm_tests[name].queries):
+                    # the utterance baseline on exactly the requests this method covers so far
+                    add(name, f"Utterance (same {len(got)} requests as {method})", True, "llm",
+                        evaluate_queries(cfg, s, s.llm_tests[name].subset(list(got)), None, True))
+    return pd.DataFrame(rows)

@@ -1,0 +1,94 @@
+"""Notebook ``40_querygen``'s tables, one function each, from the long table of
+:func:`toolkit.querygen.experiment.evaluate_conditions` (columns dataset, method, utterance, sample,
+metric, value, n). :func:`record` turns them into result cells under the paper's keys
+(``data/paper_numbers/querygen.yaml``).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+PAPER = "querygen"
+METHODS = ("Utterance", "Zero-Shot", "SFT", "Alignment")
+
+
+def paper_metric(metric: str) -> str:
+    """Our metric name -> the paper's key: MMRR and MAP are printed without their cut-off."""
+    kind = metric.split("@")[0]
+    return kind if kind in ("mmrr", "map") else metric
+
+
+def main_rows(values: pd.DataFrame) -> pd.DataFrame:
+    """Table 1's conditions: every method with the utterance appended; the utterance baseline on the
+    whole test set (the LLM rows are on the ``test_requests`` sample, see ``sample_rows``)."""
+    v = values[values.utterance]
+    base = v[(v.method == "Utterance") & (v["sample"] == "all")]
+    gen = v[v.method.isin(METHODS[1:])]
+    return pd.concat([base, gen])
+
+
+def table1(values: pd.DataFrame) -> pd.DataFrame:
+    """Table 1: metric rows x (test set, method) columns, ours."""
+    t = main_rows(values).assign(metric=lambda d: d.metric.map(paper_metric))
+    wide = t.pivot_table(index="metric", columns=["dataset", "method"], values="value", sort=False)
+    order = [m for m in ["mmrr", "map", "recall@3", "recall@5", "recall@11"] if m in wide.index]
+    cols = [(d, m) for d in dict.fromkeys(t.dataset) for m in METHODS if (d, m) in wide.columns]
+    return wide.loc[order, cols]
+
+
+def sample_rows(values: pd.DataFrame) -> pd.DataFrame:
+    """The utterance baseline on the LLM sample beside the LLM methods (same requests)."""
+    v = values[values.utterance & (values["sample"] == "llm")]
+    return v.pivot_table(index=["dataset", "method"], columns="metric", values="value", sort=False)
+
+
+def table2(values: pd.DataFrame) -> pd.DataFrame:
+    """Table 2 (App. B.1): each generating method without the utterance minus with it, same requests."""
+    v = values[values.method.isin(METHODS[1:])]
+    w = v.pivot_table(index=["dataset", "method", "metric"], columns="utterance", values="value", sort=False)
+    if True not in w or False not in w:
+        return pd.DataFrame(columns=["dataset", "method", "metric", "delta"])
+    d = (w[False] - w[True]).rename("delta").reset_index()
+    d["metric"] = "delta_" + d.metric.map(paper_metric)
+    return d
+
+
+def calibration_table(calibrations: dict[str, dict]) -> pd.DataFrame:
+    """Recall@5 on the dev sample per temperature (rows) and method (columns); the chosen one per method."""
+    cols = {m: pd.Series(c["scores"], dtype=float) for m, c in calibrations.items()}
+    t = pd.DataFrame(cols)
+    t.index.name = "temperature"
+    return t
+
+
+def data_table(split_stats: dict) -> pd.DataFrame:
+    """Our split (§4.1 protocol on ToolLens); the paper's sizes were lost in the text."""
+    rows = [("APIs kept (of %d)" % split_stats["apis_before_filter"], split_stats["apis"]),
+            ("tools", split_stats["tools"]),
+            ("in-domain APIs / tools", f"{split_stats['in_domain_apis']} / {split_stats['in_domain_tools']}"),
+            ("out-of-domain APIs / tools", f"{split_stats['out_of_domain_apis']} / {split_stats['out_of_domain_tools']}"),
+            ("training requests", split_stats["train_requests"]),
+            ("dev requests (calibration pool)", split_stats["dev_requests"]),
+            ("in-domain test requests", split_stats["in-domain_requests"]),
+            ("out-of-domain test requests", split_stats["out-of-domain_requests"]),
+            ("dropped: a gold API filtered out", split_stats["dropped_api_filtered"]),
+            ("dropped: gold APIs on both sides", split_stats["dropped_straddling"]),
+            ("dropped: too many gold APIs", split_stats["dropped_too_many_gold"])]
+    return pd.DataFrame(rows, columns=["", "ours"]).set_index("")
+
+
+def record(rec, values: pd.DataFrame, notes: dict[str, str] | None = None) -> None:
+    """Table 1 and Table 2 cells under the paper's keys; the sample baselines as our own rows."""
+    notes = notes or {}
+    for r in main_rows(values).itertuples():
+        rec.add(paper=PAPER, table="1", dataset=r.dataset, method=r.method, metric=paper_metric(r.metric),
+                value=r.value, n_queries=r.n, note=notes.get(r.method, ""))
+    for r in values[(values.method != "Utterance") & values.method.str.startswith("Utterance")
+                    | ((values.method == "Utterance") & (values["sample"] == "llm"))].itertuples():
+        method = r.method if r.method != "Utterance" else "Utterance (LLM sample)"
+        rec.add(paper=PAPER, table="1", dataset=r.dataset, method=method, metric=paper_metric(r.metric),
+                value=r.value, n_queries=r.n, note="our row: the baseline on the LLM methods' requests",
+                ours_only=True)
+    for r in table2(values).itertuples():
+        n = values[(values.dataset == r.dataset) & (values.method == r.method)]["n"].max()
+        rec.add(paper=PAPER, table="2", dataset=r.dataset, method=f"{r.method} (-utt)", metric=r.metric,
+                value=r.delta, n_queries=int(n), note=notes.get(r.method, ""))

@@ -8,7 +8,7 @@ from toolkit.data.contract import Document, Query, RetrievalDataset
 from toolkit.toolrerank.hierarchy import connected_components, extend_unseen, har_multi, har_single
 from toolkit.toolrerank.pipeline import Candidates, ToolRerankConfig, evaluate_method, grid_search, method_lists
 from toolkit.toolrerank.splits import make_split, seen_tools
-from toolkit.toolrerank.training import batches_no_duplicates, model_dir, params_hash
+from toolkit.training import batches_no_duplicates, model_dir, params_hash
 from toolkit.toolrerank.truncation import adaptive_truncate
 
 TOOL = lambda d: d.split(":")[0]  # noqa: E731  ids are "<tool>:<api>"
@@ -270,7 +270,7 @@ def test_model_dir_hash(tmp_path):
 
 def test_train_loop_resumes_from_checkpoint(tmp_path):
     torch = pytest.importorskip("torch")
-    from toolkit.toolrerank.training import train_loop
+    from toolkit.training import train_loop
 
     def make():
         torch.manual_seed(0)

@@ -18,9 +18,7 @@ Alignment (:mod:`toolkit.querygen.alignment`) fine-tunes on its kept drafts with
 from __future__ import annotations
 
 import json
-import math
 import random
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -118,53 +116,47 @@ def _collate(batch: Sequence[tuple[list[int], list[int]]], pad_id: int):
     return ids, att, lab
 
 
-def train_examples(model, tok, examples: Sequence[Example], cfg: SFTConfig = SFTConfig(),
-                   log: Callable[[dict], None] | None = None, progress: bool = True) -> dict:
-    """Fine-tune ``model`` in place on ``examples``; returns the training log (loss per step,
-    tokens/s, wall time). Batches are shuffled with ``cfg.seed``; within a batch, micro-batches
-    are formed from length-sorted examples to waste less padding."""
-    import torch
-    from tqdm.auto import tqdm
-    torch.manual_seed(cfg.seed)
+def train_examples(model, tok, examples: Sequence[Example], cfg: SFTConfig = SFTConfig(), out_dir: Path | None = None,
+                   log: Callable[[str], None] | None = print, checkpoint_every: int = 0) -> dict:
+    """Fine-tune ``model`` in place on ``examples`` with the suite's one loop (:func:`toolkit.training.train_loop`:
+    constant rate, clipping by value, micro-batches accumulated to ``cfg.batch_size``, each weighted
+    by its share of the batch's answer tokens so the step's loss is the mean over all of them).
+    Returns the loop's stats plus the loss of every step, examples, tokens and tokens/s."""
+    import tempfile
+
+    from toolkit.training import train_loop
     encoded = [encode_example(tok, ex, cfg.max_length) for ex in examples]
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
-                            weight_decay=cfg.weight_decay)
-    model.train()
-    steps, seen_tokens, t0 = [], 0, time.time()
     order = list(range(len(encoded)))
-    n_steps = cfg.epochs * math.ceil(len(order) / cfg.batch_size)
-    bar = tqdm(total=n_steps, desc="sft", disable=not progress)
+    batches = []
     for epoch in range(cfg.epochs):
         random.Random(cfg.seed + epoch).shuffle(order)
-        for s in range(0, len(order), cfg.batch_size):
-            batch = sorted(order[s:s + cfg.batch_size], key=lambda i: len(encoded[i][0]))
-            n_answer = sum(sum(1 for x in encoded[i][1][1:] if x != IGNORE) for i in batch)
-            opt.zero_grad(set_to_none=True)
-            total = 0.0
-            for m in range(0, len(batch), cfg.micro_batch):
-                ids, att, lab = _collate([encoded[i] for i in batch[m:m + cfg.micro_batch]], pad)
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
-                    loss, n = answer_loss(model, ids, att, lab)
-                # weight each micro-batch by its share of the batch's answer tokens: the step's loss
-                # is the mean over all answer tokens of the batch, as one big batch would give
-                (loss * (n / max(n_answer, 1))).backward()
-                total += float(loss) * n / max(n_answer, 1)
-                seen_tokens += int(att.sum())
-            torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
-            opt.step()
-            rec = {"epoch": epoch, "step": len(steps), "loss": total, "examples": len(batch),
-                   "seconds": round(time.time() - t0, 1)}
-            steps.append(rec)
-            if log:
-                log(rec)
-            bar.update(1)
-            bar.set_postfix(loss=f"{total:.3f}")
-    bar.close()
+        batches += [order[s:s + cfg.batch_size] for s in range(0, len(order), cfg.batch_size)]
+    answer_tokens = [sum(1 for x in lab[1:] if x != IGNORE) for _, lab in encoded]
+
+    def micro_batches(batch):
+        batch = sorted(batch, key=lambda i: len(encoded[i][0]))      # less padding per micro-batch
+        total = max(1, sum(answer_tokens[i] for i in batch))
+        parts = [batch[m:m + cfg.micro_batch] for m in range(0, len(batch), cfg.micro_batch)]
+        return [(p, sum(answer_tokens[i] for i in p) / total) for p in parts]
+
+    import torch
+
+    def loss_fn(part):
+        ids, att, lab = _collate([encoded[i] for i in part], pad)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+            return answer_loss(model, ids, att, lab)[0]
+
+    steps: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = train_loop(model, loss_fn, batches, Path(out_dir or tmp), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                           max_grad_norm=cfg.clip_value, clip="value", schedule="constant", micro_batches=micro_batches,
+                           checkpoint_every=checkpoint_every, log_every=max(1, len(batches) // 20), log=log,
+                           seed=cfg.seed, on_step=steps.append)
     model.eval()
-    wall = time.time() - t0
-    return {"steps": steps, "examples": len(encoded), "tokens": seen_tokens, "seconds": round(wall, 1),
-            "tokens_per_s": round(seen_tokens / wall, 1) if wall else None, "config": asdict(cfg)}
+    tokens = sum(len(encoded[i][0]) for b in batches for i in b)
+    return {**stats, "steps_log": steps, "examples": len(encoded), "tokens": tokens,
+            "tokens_per_s": round(tokens / stats["seconds"], 1) if stats["seconds"] else None, "config": asdict(cfg)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,10 +204,9 @@ def train(base_dir: Path, examples: Sequence[Example], out_dir: Path, cfg: SFTCo
     log_path = Path(out_dir) / "train_log.json"
     if log_path.is_file():
         return json.loads(log_path.read_text())
-    import torch
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     lm, tok = load(base_dir)
-    result = train_examples(lm, tok, examples, cfg, progress=progress)
+    result = train_examples(lm, tok, examples, cfg, out_dir=Path(out_dir).with_name(Path(out_dir).name + ".run"),
+                            log=print if progress else None, checkpoint_every=25)
     tmp = Path(out_dir).with_name(Path(out_dir).name + ".tmp")
     lm.save_pretrained(tmp)
     tok.save_pretrained(tmp)

@@ -12,7 +12,7 @@ from pathlib import Path
 from toolkit.data.contract import RetrievalDataset
 
 from .splits import is_single_tool
-from .training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
+from toolkit.training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
 
 
 def classifier_examples(ds: RetrievalDataset) -> list[tuple[str, int]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from toolkit.data.contract import RetrievalDataset
 
-from .training import batches_no_duplicates, is_trained, write_stats, set_threads, train_loop
+from toolkit.training import batches_no_duplicates, is_trained, write_stats, set_threads, train_loop
 
 
 def positive_pairs(ds: RetrievalDataset, per_query: int = 0, seed: int = 0) -> list[tuple[str, str]]:
@@ -62,7 +62,7 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
     ``max_steps`` caps the number of batches (smoke runs). Cached: a finished ``out_dir`` is reused."""
     out_dir = Path(out_dir)
     if is_trained(out_dir):
-        from .training import read_stats
+        from toolkit.training import read_stats
         return out_dir / "final", read_stats(out_dir)
     set_threads(threads)
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss

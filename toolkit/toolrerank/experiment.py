@@ -19,7 +19,7 @@ from .classifier import QueryClassifier, classifier_examples, train_classifier
 from .dual_encoder import positive_pairs, train_dual_encoder
 from .reranker import Reranker, sample_reranker_pairs, train_cross_encoder
 from .splits import SeenUnseenSplit, seen_tools, tool_id
-from .training import model_dir, set_threads, write_stats
+from toolkit.training import model_dir, set_threads, write_stats
 
 
 SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac")
@@ -93,12 +93,12 @@ class Setup:
 
     @property
     def reranker_dir(self) -> str:
-        from .training import params_hash
+        from toolkit.training import params_hash
         return f"reranker-{params_hash(self.stage_params('reranker'))}"
 
     @property
     def classifier_dir(self) -> str:
-        from .training import params_hash
+        from toolkit.training import params_hash
         return f"classifier-{params_hash(self.stage_params('classifier'))}"
 
 
@@ -234,7 +234,7 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     from dataclasses import replace
 
     from toolkit.retrieval import build_retriever
-    from .training import is_trained, read_stats
+    from toolkit.training import is_trained, read_stats
     t = time.perf_counter()
     out = root / setup.reranker_dir
     if is_trained(out):

@@ -15,7 +15,7 @@ from typing import Mapping
 
 from toolkit.data.contract import RetrievalDataset
 
-from .training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
+from toolkit.training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
 
 
 def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]], n_neg: int = 3, depth: int = 30,

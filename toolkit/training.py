@@ -1,4 +1,5 @@
-"""The training loop shared by the three ToolRerank models, and where trained models are cached.
+"""The one training loop of the suite (ToolRerank's dual encoder, cross-encoder and classifier, the
+query-generation SFT and alignment steps), and where trained models are cached.
 
 sentence-transformers' ``SentenceTransformerTrainer`` / ``CrossEncoderTrainer`` need the
 ``datasets`` package, which is not in the project's environment; the loop below calls the same
@@ -10,7 +11,10 @@ both trainers and of ToolBench's ``model.fit``), and adds what a shared 2-core m
   run resumes where it stopped (batches are a pure function of the seed, so the order is the same);
 - the final model saved to ``<dir>/final`` with ``train_stats.json`` (steps, pairs, seconds,
   pairs/s); a finished directory is never trained again;
-- throughput logged every ``log_every`` steps.
+- throughput logged every ``log_every`` steps;
+- ``schedule``: linear warm-up then linear decay (default) or a constant rate (querygen App. A.2);
+  ``clip``: by global norm (default) or by value; ``micro_batches`` splits a batch into weighted
+  parts whose gradients accumulate (a batch of 32 that does not fit in memory at once).
 
 Model directories: ``cache_dir()/models/toolrerank/<profile>-<hash>/<stage>/``, the hash taken over
 every parameter that changes the trained weights (:func:`model_dir`).
@@ -86,12 +90,20 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
                lr: float = 2e-5, warmup_steps: int | None = None, warmup_ratio: float = 0.1,
                weight_decay: float = 0.01, max_grad_norm: float = 1.0, checkpoint_every: int = 200,
                log_every: int = 20, save: Callable[[Path], None] | None = None,
-               log: Callable[[str], None] | None = print, seed: int = 0) -> dict:
+               log: Callable[[str], None] | None = print, seed: int = 0, schedule: str = "linear",
+               clip: str = "norm", micro_batches: Callable[[list], list[tuple[list, float]]] | None = None,
+               on_step: Callable[[dict], None] | None = None) -> dict:
     """Run ``loss_fn(batch)`` + AdamW over ``batches``; checkpoint/resume in ``out_dir``.
 
-    ``save(path)`` writes the final model (e.g. ``model.save``). Returns the training stats.
+    ``save(path)`` writes the final model (e.g. ``model.save``). ``micro_batches(batch)`` returns
+    ``[(part, weight), ...]``: the step's loss is ``sum(weight * loss_fn(part))``, each part
+    back-propagated on its own. ``on_step(record)`` sees every step's loss. Returns the stats.
     """
     import torch
+    if schedule not in ("linear", "constant"):
+        raise ValueError(f"schedule must be 'linear' or 'constant', got {schedule!r}")
+    if clip not in ("norm", "value"):
+        raise ValueError(f"clip must be 'norm' or 'value', got {clip!r}")
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -100,7 +112,7 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
     torch.manual_seed(seed)
     params = [p for p in module.parameters() if p.requires_grad]
     decay = [p for n, p in module.named_parameters() if p.requires_grad and not any(
-        s in n for s in ("bias", "LayerNorm.weight", "layer_norm.weight"))]
+        s in n for s in ("bias", "LayerNorm.weight", "layer_norm.weight", "layernorm.weight", ".norm.weight"))]
     no_decay = [p for p in params if all(p is not q for q in decay)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=lr)
@@ -109,6 +121,8 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
     warm = min(warm, max(total - 1, 0))
 
     def lr_lambda(step: int) -> float:
+        if schedule == "constant":
+            return 1.0
         if step < warm:
             return (step + 1) / max(1, warm)
         return max(0.0, (total - step) / max(1, total - warm))
@@ -129,13 +143,21 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
     losses: list[float] = []
     for step in range(start, total):
         batch = batches[step]
-        loss = loss_fn(batch)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        step_loss = 0.0
+        for part, weight in (micro_batches(batch) if micro_batches else [(batch, 1.0)]):
+            loss = loss_fn(part) * weight
+            loss.backward()
+            step_loss += float(loss.detach())
+        if clip == "norm":
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        else:
+            torch.nn.utils.clip_grad_value_(params, max_grad_norm)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        losses.append(float(loss.detach()))
+        losses.append(step_loss)
+        if on_step:
+            on_step({"step": step, "loss": step_loss, "seconds": round(spent + time.perf_counter() - t0, 1)})
         done_pairs += len(batch)
         now = spent + time.perf_counter() - t0
         if log and ((step + 1) % log_every == 0 or step + 1 == total):

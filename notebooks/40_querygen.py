@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -38,7 +40,7 @@
 # - **Models.** Zero-shot: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp on the CPU) in place of LLaMA-13B. SFT and
 #   alignment: Qwen2.5-Coder-0.5B-Instruct fine-tuned on 2 CPU cores, in place of a 13B model on GPUs.
 # - **Sample sizes.** The LLM rows use a seeded, nested sample of `test_requests` requests per test set (standard:
-#   400); the utterance baseline is given on the whole set and on that sample.
+#   200); the utterance baseline is given on the whole set and on that sample.
 # - **Index text.** ToolBench descriptions are often a few words, so each API is indexed as
 #   `<tool>: <api>: <description>` (the shape of the generated queries in Table 6).
 

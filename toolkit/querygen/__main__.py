@@ -1,33 +1,97 @@
-"""Fill the query-generation caches (resumable; rerun to continue):
+"""Fill the query-generation caches (resumable: rerun a command to continue where it stopped).
 
-    python -m toolkit.querygen zeroshot [--model qwen-1.5b] [--dev 100] [--test 400] [--temperatures 0,0.3,0.6,0.9]
+    python -m toolkit.querygen zeroshot [--profile standard] [--model qwen-1.5b]
+    python -m toolkit.querygen sft      [--profile standard]
 
-1. zero-shot answers for ``--dev`` dev requests at every temperature of the grid;
-2. calibration: Recall@5 per temperature on those dev requests, the best one chosen (§4.3);
-3. zero-shot answers for ``--test`` in-domain and ``--test`` out-of-domain test requests at it.
-Answers go to ``data/llm_cache/querygen_zeroshot/<model>.jsonl`` (``querygen_intents`` with
-``--kind intent``), which the notebook replays.
+Sizes, temperatures, models and training settings come from the notebook's own configuration
+(:func:`toolkit.querygen.config.config_for`), so what these commands write is what
+``40_querygen`` replays. Each command:
+
+1. answers for the dev sample at every temperature of the grid;
+2. calibration: Recall@5 per temperature on it, the best one chosen (§4.3);
+3. answers for the in-domain and out-of-domain test samples at that temperature.
+
+``sft`` first fine-tunes the generator (§3.2), exports it to GGUF and samples through llama.cpp.
+Answers go to ``data/llm_cache/<namespace>/<model>.jsonl``.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
 from toolkit.llm.client import get_client
 from toolkit.querygen import generation as gen
-from toolkit.querygen.data import SplitConfig, make_split, nested_sample
+from toolkit.querygen.config import config_for
+from toolkit.querygen.data import make_split, nested_sample
 from toolkit.querygen.retrieval import QueryIndex
 
+SFT_NAMESPACE = "querygen_sft"
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--temperatures must be comma-separated numbers, got {text!r}") from None
-    if not vals or any(v < 0 for v in vals):
-        raise argparse.ArgumentTypeError(f"--temperatures needs at least one value >= 0, got {text!r}")
-    return vals
+
+def _log(msg: str) -> None:
+    print(f"[querygen] {msg}", file=sys.stderr, flush=True)
+
+
+def calibrate_and_generate(cfg, split, llm, kind: str = "description", namespace: str | None = None) -> dict:
+    """Steps 1-3 above with a live client; returns the calibration."""
+    dev = nested_sample(split.dev, cfg.dev_requests, seed=cfg.sample_seed)
+    t0 = time.time()
+    for t in cfg.temperatures:
+        gen.generate_queries(dev.query_texts(), llm, t, kind=kind, desc=f"dev T={t}", namespace=namespace)
+        _log(f"dev T={t}: {len(dev.queries)} requests done ({time.time() - t0:.0f}s)")
+    index = QueryIndex(split.corpus, cfg.encoder)
+    cal = gen.calibrate(index, dev, llm, cfg.temperatures, kind=kind, k=cfg.list_size, namespace=namespace)
+    _log(f"calibration {gen.CALIBRATION_METRIC} on {len(dev.queries)} dev requests: "
+         f"{ {t: round(v, 4) for t, v in cal['scores'].items()} } -> T={cal['best']}")
+    for ds in (split.test_in, split.test_out):
+        sample = nested_sample(ds, cfg.test_requests, seed=cfg.sample_seed)
+        gen.generate_queries(sample.query_texts(), llm, cal["best"], kind=kind, desc=f"{ds.name} T={cal['best']}",
+                             namespace=namespace)
+        _log(f"{sample.name}: done ({time.time() - t0:.0f}s)")
+    return cal
+
+
+def _client(model: str, backend: str | None, namespace: str, threads: int | None, parallel: int | None):
+    kw = {k: v for k, v in (("n_threads", threads), ("n_parallel", parallel)) if v is not None}
+    return get_client(model, backend, namespace=namespace, **kw)
+
+
+def cmd_zeroshot(args, cfg) -> int:
+    split = make_split(cfg.split)
+    model = args.model or cfg.zero_shot_model
+    with _client(model, args.backend, gen.task_for(args.kind).namespace, args.threads, args.parallel) as llm:
+        calibrate_and_generate(cfg, split, llm, args.kind)
+        _log(f"{llm.stats['generated']} generated, {llm.stats['cached']} cached")
+    return 0
+
+
+def cmd_sft(args, cfg) -> int:
+    from toolkit.llm.models import gguf_path
+    from toolkit.paths import cache_dir
+    from toolkit.querygen import sft
+    from toolkit.querygen.export import export_gguf
+    split = make_split(cfg.split)
+    train = nested_sample(split.train, cfg.sft_train_requests, seed=cfg.sample_seed)
+    root = cache_dir() / "querygen" / "models"
+    out_dir = root / f"sft-{cfg.sft_tag()}"
+    gguf_file = root / f"querygen-sft-{cfg.sft_tag()}.gguf"
+    if not gguf_file.is_file():
+        base = sft.base_model_dir(cfg.generator_base)
+        examples = sft.sft_examples(train, split.corpus)
+        _log(f"SFT of {cfg.generator_base} on {len(examples)} training requests -> {out_dir}")
+        log = sft.train(base, examples, out_dir, cfg.sft)
+        _log(f"trained: {log['seconds']:.0f}s, {log['tokens_per_s']} tokens/s, final loss {log['final_loss']}")
+        lm, _ = sft.load(out_dir)
+        t = time.time()
+        export_gguf(lm, gguf_path(cfg.generator_base), gguf_file, name=f"querygen-sft-{cfg.sft_tag()}")
+        _log(f"exported {gguf_file.name} in {time.time() - t:.0f}s")
+        del lm
+    with _client(str(gguf_file), "local", SFT_NAMESPACE, args.threads, args.parallel) as llm:
+        cal = calibrate_and_generate(cfg, split, llm, namespace=SFT_NAMESPACE)
+        _log(f"{llm.stats['generated']} generated, {llm.stats['cached']} cached; calibration {json.dumps(cal['scores'])}")
+    return 0
 
 
 def _positive(text: str) -> int:
@@ -37,45 +101,25 @@ def _positive(text: str) -> int:
     return v
 
 
-def cmd_zeroshot(args) -> int:
-    split = make_split(SplitConfig(seed=args.split_seed))
-    dev = nested_sample(split.dev, args.dev, seed=args.sample_seed)
-    kw = {k: v for k, v in (("n_threads", args.threads), ("n_parallel", args.parallel)) if v is not None}
-    llm = get_client(args.model, args.backend, namespace=gen.task_for(args.kind).namespace, **kw)
-    t0 = time.time()
-    with llm:
-        for t in args.temperatures:
-            gen.generate_queries(dev.query_texts(), llm, t, kind=args.kind, desc=f"dev T={t}")
-            print(f"[querygen] dev T={t}: {len(dev.queries)} requests done ({time.time() - t0:.0f}s)", file=sys.stderr)
-        index = QueryIndex(split.corpus)
-        cal = gen.calibrate(index, dev, llm, args.temperatures, kind=args.kind)
-        print(f"[querygen] calibration {gen.CALIBRATION_METRIC} on {len(dev.queries)} dev requests: "
-              f"{ {t: round(v, 4) for t, v in cal['scores'].items()} } -> T={cal['best']}", file=sys.stderr)
-        for ds in (split.test_in, split.test_out):
-            sample = nested_sample(ds, args.test, seed=args.sample_seed)
-            gen.generate_queries(sample.query_texts(), llm, cal["best"], kind=args.kind, desc=f"{ds.name} T={cal['best']}")
-            print(f"[querygen] {sample.name}: done ({time.time() - t0:.0f}s)", file=sys.stderr)
-    print(f"[querygen] {llm.stats['generated']} generated, {llm.stats['cached']} cached, {time.time() - t0:.0f}s",
-          file=sys.stderr)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolkit.querygen", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    z = sub.add_parser("zeroshot", help="zero-shot answers: dev temperature grid, calibration, test sets")
-    z.add_argument("--model", default=gen.DEFAULT_MODEL)
-    z.add_argument("--backend", default=None)
-    z.add_argument("--kind", default="description", choices=sorted(gen.TASKS))
-    z.add_argument("--dev", type=_positive, default=100, help="dev requests for calibration (nested seeded sample)")
-    z.add_argument("--test", type=_positive, default=400, help="requests per test set (nested seeded sample)")
-    z.add_argument("--temperatures", type=_floats, default=gen.TEMPERATURES)
-    z.add_argument("--split-seed", type=int, default=0)
-    z.add_argument("--sample-seed", type=int, default=0)
-    z.add_argument("--threads", type=_positive, default=2)
-    z.add_argument("--parallel", type=_positive, default=None, help="slots (default: the backend's, 1 on 2 threads)")
+    for name, help_ in (("zeroshot", "zero-shot answers: dev temperature grid, calibration, test samples"),
+                        ("sft", "fine-tune the generator, export it to GGUF, then as zeroshot")):
+        c = sub.add_parser(name, help=help_)
+        c.add_argument("--profile", default="standard", choices=("smoke", "standard", "paper"))
+        c.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="override a config field (a Python literal), e.g. --set test_requests=100")
+        c.add_argument("--backend", default=None)
+        c.add_argument("--threads", type=_positive, default=2)
+        c.add_argument("--parallel", type=_positive, default=None, help="slots (default: the backend's, 1 on 2 threads)")
+        if name == "zeroshot":
+            c.add_argument("--model", default=None, help="default: the config's zero_shot_model")
+            c.add_argument("--kind", default="description", choices=sorted(gen.TASKS))
     args = p.parse_args(argv)
-    return {"zeroshot": cmd_zeroshot}[args.command](args)
+    from toolkit.runner import parse_param
+    cfg = config_for(args.profile, **dict(parse_param(s) for s in args.set))
+    return {"zeroshot": cmd_zeroshot, "sft": cmd_sft}[args.command](args, cfg)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ class QuerygenConfig:
     list_size: int = 11                    # retrieved list length (lost; Recall@11 is the largest printed)
     append_utterance: bool = True          # §4.2 / App. B.1
     dev_requests: int | None = 100         # calibration requests (nested seeded sample of the dev split)
-    test_requests: int | None = 400        # requests per test set given to the LLM methods (None: all)
+    test_requests: int | None = 200        # requests per test set given to the LLM methods (None: all)
     sample_seed: int = 0
     temperatures: tuple[float, ...] = (0.0, 0.3, 0.6, 0.9)
     zero_shot_model: str = "qwen-1.5b"     # in place of LLaMA-13B (§3.1)
@@ -45,6 +45,16 @@ class QuerygenConfig:
         if self.encoder not in ("mpnet", "minilm") and not self.encoder.startswith("dense:"):
             raise ValueError(f"encoder must be mpnet, minilm or dense:<path>, got {self.encoder!r}")
 
+    def sft_tag(self) -> str:
+        """Names the SFT run (its model directory, GGUF file and so its cache model id): a hash of
+        everything that changes the fine-tuned weights."""
+        import hashlib
+        import json
+        from dataclasses import asdict
+        key = {"sft": asdict(self.sft), "split": asdict(self.split), "n": self.sft_train_requests,
+               "seed": self.sample_seed, "base": self.generator_base}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
+
     def metrics(self) -> list[str]:
         """Table 1's metrics: MMRR and MAP at the list length, Recall@3/5/11."""
         k = self.list_size
@@ -55,7 +65,7 @@ PROFILE_NAMES = ("smoke", "standard", "paper")
 PROFILES = {
     # seconds on 2 cores: a dozen requests per set, answers replayed from the committed cache
     "smoke": QuerygenConfig(profile="smoke", dev_requests=12, test_requests=12),
-    # the CPU run: 100 dev requests for calibration, 400 requests per test set for the LLM rows
+    # the CPU run: 100 dev requests for calibration, 200 requests per test set for the LLM rows
     "standard": QuerygenConfig(profile="standard"),
     # the paper's scale: every request, every training request, 100 drafts per request (Table 3's baseline)
     "paper": QuerygenConfig(profile="paper", dev_requests=None, test_requests=None, sft_train_requests=None,

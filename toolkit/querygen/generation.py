@@ -42,15 +42,17 @@ def sampling_at(task: Task, temperature: float):
 
 
 def generate_queries(requests: Mapping[str, str], llm: LLMClient, temperature: float, kind: str = "description",
-                     partial: bool = False, desc: str | None = None) -> dict[str, list[str]]:
+                     partial: bool = False, desc: str | None = None, namespace: str | None = None) -> dict[str, list[str]]:
     """``{qid: [generated query, ...]}`` (parsed, at most 5) at ``temperature``. Missing answers raise
-    ``ReplayMiss`` in replay mode; with ``partial`` they are left out instead (a run still growing)."""
+    ``ReplayMiss`` in replay mode; with ``partial`` they are left out instead (a run still growing).
+    ``namespace``: the cache namespace (default: the zero-shot task's; SFT and alignment have their own)."""
     task = task_for(kind)
+    ns = namespace or task.namespace
     s = sampling_at(task, temperature)
     qids = list(requests)
     prompts = task.prompts_for(requests[q] for q in qids)
     if partial:
-        cache = llm.cache(task.namespace)
+        cache = llm.cache(ns)
         cache.refresh()
         out = {}
         for q, p in zip(qids, prompts):
@@ -58,13 +60,13 @@ def generate_queries(requests: Mapping[str, str], llm: LLMClient, temperature: f
             if a is not None:
                 out[q] = task.parse(a.text)
         return out
-    answers = llm.generate(prompts, n=1, sampling=s, namespace=task.namespace,
+    answers = llm.generate(prompts, n=1, sampling=s, namespace=ns,
                            desc=desc or f"{task.name} T={temperature} [{llm.model_id}]")
     return {q: task.parse(a[0]) for q, a in zip(qids, answers)}
 
 
 def calibrate(index, dev, llm: LLMClient, temperatures: Sequence[float] = TEMPERATURES, kind: str = "description",
-              metric: str = CALIBRATION_METRIC, k: int = 11, partial: bool = False) -> dict:
+              metric: str = CALIBRATION_METRIC, k: int = 11, partial: bool = False, namespace: str | None = None) -> dict:
     """Recall@5 (or ``metric``) on ``dev`` per temperature, and the best one (ties: the lower temperature).
 
     Returns ``{"scores": {T: value}, "best": T, "n": {T: requests scored}}``; with ``partial``, a
@@ -73,7 +75,7 @@ def calibrate(index, dev, llm: LLMClient, temperatures: Sequence[float] = TEMPER
     scores, n = {}, {}
     texts = dev.query_texts()
     for t in temperatures:
-        gen = generate_queries(texts, llm, t, kind=kind, partial=partial)
+        gen = generate_queries(texts, llm, t, kind=kind, partial=partial, namespace=namespace)
         sub = {q: texts[q] for q in gen}
         n[t] = len(sub)
         if not sub:

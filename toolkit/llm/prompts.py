@@ -222,12 +222,26 @@ Retrieved tools:
 <tools>
 """
 
+# The three step instructions, each said once: the multi-turn round (toolkit.feedback) sends the
+# head + step 1 as the first user turn and steps 2 and 3 as later turns, so each step sees the
+# previous answers in the chat (Eqs. 3-4) and llama.cpp reuses the round's KV cache; the
+# independent-call templates below repeat the head and paste the previous answer instead.
+FEEDBACK_STEP_COMPREHENSION = """Step 1: comprehension. Give your comprehension of the instruction and of the retrieved tools, in two parts:
+(1) Summarize the abstract user goals by ignoring detailed entity information in the given instruction.
+(2) Understand the functionalities of the retrieved tools, focusing on the category, name, description, input and output parameters of the given tools."""
+
+FEEDBACK_STEP_ASSESSMENT = """Step 2: assessment. Based on your comprehension of the user's intent and the tool functionalities, assess the effectiveness of the retrieved tools for handling the instruction from two perspectives:
+1) Identify which of the user's goals could and could not be solved by the retrieved tools, with corresponding reasons.
+2) Analyze whether the ranked order of the retrieved tools corresponds with their significance in addressing the user's intent, with specific reasons."""
+
+FEEDBACK_STEP_REFINEMENT = """Step 3: refinement. Based on your assessment, answer two questions: 1) Have all the user's goals been solved by the currently retrieved tools? 2) Have all existing appropriate tools been given the highest ranking priorities by the retriever?
+If both answers are "yes", do not refine anything and return only the special token "N/A".
+Otherwise, refine the user instruction to improve the tool retrieval. Enrich it in two dimensions: 1) more detailed and personalized content about those user's intents which have not been solved by the current tools, helping the retriever explore other relevant tools; 2) more scenario-specific tool-usage information about the existing appropriate tools, helping the retriever give higher ranking priority to those tools.
+Return only the refined instruction (or "N/A"), without any explanation."""
+
 FEEDBACK_COMPREHENSION = PromptTemplate(
     name="feedback_comprehension",
-    text=_FEEDBACK_HEAD + """
-Step 1: comprehension. Give your comprehension of the instruction and of the retrieved tools, in two parts:
-(1) Summarize the abstract user goals by ignoring detailed entity information in the given instruction.
-(2) Understand the functionalities of the retrieved tools, focusing on the category, name, description, input and output parameters of the given tools.""",
+    text=_FEEDBACK_HEAD + "\n" + FEEDBACK_STEP_COMPREHENSION,
     slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>"},
     source="Iterative feedback, §4.2 'Comprehension' (Eq. 2); our wording, the paper prints no prompt",
     verbatim=False,
@@ -239,9 +253,7 @@ FEEDBACK_ASSESSMENT = PromptTemplate(
 Your comprehension of the instruction and the tools:
 <comprehension>
 
-Step 2: assessment. Based on your comprehension of the user's intent and the tool functionalities, assess the effectiveness of the retrieved tools for handling the instruction from two perspectives:
-1) Identify which of the user's goals could and could not be solved by the retrieved tools, with corresponding reasons.
-2) Analyze whether the ranked order of the retrieved tools corresponds with their significance in addressing the user's intent, with specific reasons.""",
+""" + FEEDBACK_STEP_ASSESSMENT,
     slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "comprehension": "<comprehension>"},
     source="Iterative feedback, §4.2 'Assessment' (Eq. 3); our wording, the paper prints no prompt",
     verbatim=False,
@@ -253,10 +265,7 @@ FEEDBACK_REFINEMENT = PromptTemplate(
 Your assessment of the retrieved tools:
 <assessment>
 
-Step 3: refinement. Based on your assessment, answer two questions: 1) Have all the user's goals been solved by the currently retrieved tools? 2) Have all existing appropriate tools been given the highest ranking priorities by the retriever?
-If both answers are "yes", do not refine anything and return only the special token "N/A".
-Otherwise, refine the user instruction to improve the tool retrieval. Enrich it in two dimensions: 1) more detailed and personalized content about those user's intents which have not been solved by the current tools, helping the retriever explore other relevant tools; 2) more scenario-specific tool-usage information about the existing appropriate tools, helping the retriever give higher ranking priority to those tools.
-Return only the refined instruction (or "N/A"), without any explanation.""",
+""" + FEEDBACK_STEP_REFINEMENT,
     slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "assessment": "<assessment>"},
     source="Iterative feedback, §4.2 'Refinement' (Eq. 4); our wording, the paper prints no prompt",
     verbatim=False,

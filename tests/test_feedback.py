@@ -1,0 +1,157 @@
+"""Iterative feedback (Xu et al. 2024): the multi-turn round, the loop, iteration-aware training —
+with a scripted stand-in LLM (echo backend) and tiny corpora, no model."""
+from __future__ import annotations
+
+import pytest
+
+from toolkit.data.contract import Document
+from toolkit.feedback.loop import final_run, iterate, iteration_prefix, run_at
+from toolkit.feedback.round import FeedbackConfig, feedback_round, feedback_round_independent
+from toolkit.llm import prompts
+from toolkit.llm.backends import EchoBackend
+from toolkit.llm.client import LLMClient
+
+CORPUS = {f"d{i}": Document(f"d{i}", "Weather" if i < 2 else "Finance", f"tool{i}", f"api{i}",
+                            f"tool{i} api{i} description {i} " + "x" * 900) for i in range(4)}
+
+
+def _scripted(refinements):
+    """An LLM that answers step 1 'C:<n turns>', step 2 'A:<...>' and step 3 from ``refinements``
+    (by the instruction it is asked about); records every request."""
+    seen = []
+
+    def answer(req):
+        msgs = req.messages()
+        seen.append(msgs)
+        last = msgs[-1]["content"]
+        if last.startswith("Step 3") or "Step 3: refinement" in last:
+            first = msgs[0]["content"]
+            instr = first.split("Instruction: ", 1)[1].split("\n", 1)[0]
+            return refinements.get(instr, "N/A")
+        if "Step 2" in last:
+            return f"A:{len(msgs)}"
+        return f"C:{len(msgs)}"
+    return answer, seen
+
+
+def _client(tmp_path, answer):
+    return LLMClient(EchoBackend(answer_fn=answer), cache_root=tmp_path, namespace="feedback")
+
+
+def test_round_is_one_chat_whose_steps_see_the_previous_answers(tmp_path):
+    answer, seen = _scripted({"find weather": "Refined instruction: get the weather forecast for Paris"})
+    llm = _client(tmp_path, answer)
+    fb = feedback_round(llm, "find weather", [CORPUS["d0"], CORPUS["d2"]])
+    assert fb.comprehension == "C:1" and fb.assessment == "A:3"
+    assert fb.refined == "get the weather forecast for Paris"
+    assert [len(m) for m in seen] == [1, 3, 5]                  # one growing chat
+    assert seen[2][:4] == seen[1] + [{"role": "assistant", "content": "A:3"}]   # each turn extends the last
+    assert seen[1][1] == {"role": "assistant", "content": "C:1"}
+    # the tools are shown once, in the first turn, each cut to the budget
+    tools_turn = seen[0][0]["content"]
+    assert "1. [Weather] tool0 / api0:" in tools_turn and "2. [Finance] tool2 / api2:" in tools_turn
+    assert max(len(line) for line in tools_turn.splitlines()) <= FeedbackConfig().tool_chars + 3
+    assert all("tool0 api0" not in m["content"] for m in seen[2][1:])
+    # replay: a second round on the same inputs is served from the cache
+    n = len(seen)
+    assert feedback_round(llm, "find weather", [CORPUS["d0"], CORPUS["d2"]]) == fb and len(seen) == n
+
+
+def test_independent_round_repeats_the_tools_in_every_call(tmp_path):
+    answer, seen = _scripted({})
+    fb = feedback_round_independent(_client(tmp_path, answer), "find weather", [CORPUS["d0"]])
+    assert fb.refined is None                                   # "N/A"
+    assert [len(m) for m in seen] == [1, 1, 1]
+    assert all("tool0 / api0" in m[0]["content"] for m in seen)
+    assert "C:1" in seen[1][0]["content"] and prompts.FEEDBACK_STEP_ASSESSMENT in seen[1][0]["content"]
+
+
+def _search_by_keyword(calls):
+    """Ranks d1 first for queries mentioning 'forecast', else d0, d2, d1, d3."""
+    def search(queries):
+        calls.append(dict(queries))
+        out = {}
+        for q, text in queries.items():
+            order = ["d1", "d0", "d2", "d3"] if "forecast" in text else ["d0", "d2", "d1", "d3"]
+            out[q] = {d: float(len(order) - i) for i, d in enumerate(order)}
+        return out
+    return search
+
+
+def test_loop_prefixes_iterations_stops_at_na_and_keeps_the_last_list(tmp_path):
+    answer, _ = _scripted({"find weather": "find the weather forecast", "find the weather forecast": "N/A",
+                           "stock price": "N/A"})
+    calls = []
+    traces = iterate({"q1": "find weather", "q2": "stock price"}, _search_by_keyword(calls), CORPUS,
+                     _client(tmp_path, answer), rounds=3, progress=False)
+    assert calls[0] == {"q1": "Iteration 0: find weather", "q2": "Iteration 0: stock price"}
+    assert calls[1] == {"q1": "Iteration 1: find the weather forecast"}        # q2 left at "N/A"
+    assert len(calls) == 2                                                      # q1 said N/A in round 2
+    t1, t2 = traces["q1"], traces["q2"]
+    assert t1.instructions == ["find weather", "find the weather forecast"] and t1.stopped
+    assert len(t1.feedback) == 2 and len(t2.feedback) == 1 and t2.stopped
+    assert list(final_run(traces)["q1"]) == ["d1", "d0", "d2", "d3"]
+    assert list(run_at(traces, 0)["q1"])[0] == "d0" and run_at(traces, 3)["q2"] == traces["q2"].runs[0]
+    assert iteration_prefix("x", 2, prefix=False) == "x"
+
+
+def test_feedback_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        FeedbackConfig(k=0)
+
+
+# --- iteration-aware training (§4.3) -------------------------------------------------------------
+
+def _trace():
+    from toolkit.feedback.loop import Trace
+    tr = Trace("q", ["find weather", "find the weather forecast"])
+    tr.runs = [{"d0": 3.0, "d2": 2.0, "d1": 1.0}, {"d1": 3.0, "d3": 2.0, "d0": 1.0}]
+    return {"q": tr}
+
+
+def test_feedback_examples_weight_iterations_and_sample_hard_negatives():
+    from toolkit.feedback.training import IterationConfig, feedback_examples
+    qrels = {"q": {"d1": 1}}
+    ex = feedback_examples(_trace(), qrels, CORPUS, IterationConfig(alpha=0.5))
+    assert [(e.query, e.t, e.weight) for e in ex] == [("Iteration 0: find weather", 0, 1.0),
+                                                      ("Iteration 1: find the weather forecast", 1, 0.5)]
+    assert all(e.positive == CORPUS["d1"].text for e in ex)
+    assert ex[0].negative in (CORPUS["d0"].text, CORPUS["d2"].text)    # a wrong tool of round 0's list
+    assert ex[1].negative in (CORPUS["d3"].text, CORPUS["d0"].text)    # ... of round 1's
+    only_last = feedback_examples(_trace(), qrels, CORPUS, IterationConfig(joint=False, hard_negatives=False))
+    assert [(e.t, e.negative) for e in only_last] == [(1, None)]
+    no_prefix = feedback_examples(_trace(), qrels, CORPUS, IterationConfig(prefix=False))
+    assert no_prefix[0].query == "find weather"
+
+
+def test_weighted_loss_is_mnrl_with_hard_negatives_scaled_by_alpha_t():
+    torch = pytest.importorskip("torch")
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from toolkit.feedback.training import Example, weighted_contrastive_loss
+    from toolkit.toolrerank.dual_encoder import _features, load_base_encoder
+    model = load_base_encoder("minilm", 64)
+    batch = [Example("weather in paris", "weather api", "stock api", 1.0, 0),
+             Example("price of gold", "metals api", "news api", 1.0, 0)]
+    ours = weighted_contrastive_loss(model, batch)
+    mnrl = MultipleNegativesRankingLoss(model)
+    ref = mnrl([_features(model, [e.query for e in batch]), _features(model, [e.positive for e in batch]),
+                _features(model, [e.negative for e in batch])], None)
+    assert float(ours) == pytest.approx(float(ref), rel=1e-4)
+    halved = [Example(e.query, e.positive, e.negative, 0.5, 1) for e in batch]
+    assert float(weighted_contrastive_loss(model, halved)) == pytest.approx(float(ours) / 2, rel=1e-4)
+
+
+@pytest.mark.slow
+def test_train_iteration_aware_with_a_projection_layer(tmp_path):
+    pytest.importorskip("torch")
+    from sentence_transformers import SentenceTransformer
+
+    from toolkit.feedback.training import Example, IterationConfig, train_iteration_aware
+    ex = [Example(f"Iteration {i % 2}: query {i}", f"tool {i}", f"other {i}", 1.0, i % 2) for i in range(8)]
+    path, stats = train_iteration_aware(ex, tmp_path / "m", "minilm", IterationConfig(batch_size=4, embedding_size=48),
+                                        log=None)
+    assert stats["steps"] == 2 and stats["examples"] == 8
+    assert SentenceTransformer(str(path), device="cpu").encode(["a query"]).shape == (1, 48)
+    # a finished directory is reused, not trained again
+    assert train_iteration_aware(ex, tmp_path / "m", "minilm", log=None)[1]["steps"] == 2

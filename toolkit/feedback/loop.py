@@ -1,0 +1,85 @@
+"""The iterative loop (Xu et al. 2024, §4.4), for test instructions and, offline, for training ones.
+
+Round 0 retrieves with "Iteration 0: <instruction>". Round t = 1..T gives the LLM the previous
+instruction and its top-K tools (:func:`toolkit.feedback.round.feedback_round`); a refined
+instruction q^t is retrieved with "Iteration t: <q^t>", while "N/A" ends the loop for that
+instruction. The final list is the last round's retrieval. Retrieval is batched over the
+instructions still in the loop; the LLM answers one instruction at a time (its three steps share
+one chat, so the KV cache of the round is reused).
+
+    traces = iterate(queries, search, corpus, llm, rounds=3)
+    run = final_run(traces)                    # {qid: {doc_id: score}} after the last round
+    run_1 = run_at(traces, 1)                  # after one round of refinement (Table 5)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from toolkit.data.contract import Document, Run
+from toolkit.feedback.round import NAMESPACE, FeedbackConfig, RoundFeedback, feedback_round
+
+Search = Callable[[Mapping[str, str]], Run]     # {qid: text} -> {qid: {doc_id: score}}, best first
+
+
+def iteration_prefix(instruction: str, t: int, prefix: bool = True) -> str:
+    """§4.3: "we concatenate a special token 'Iteration t' in front of the instruction"."""
+    return f"Iteration {t}: {instruction}" if prefix else instruction
+
+
+@dataclass
+class Trace:
+    """One instruction through the loop: instructions[t] = q^t, runs[t] = the retrieval of q^t."""
+    qid: str
+    instructions: list[str]
+    runs: list[dict[str, float]] = field(default_factory=list)
+    feedback: list[RoundFeedback] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)      # LLM seconds per round (Table 5's cost)
+
+    @property
+    def stopped(self) -> bool:
+        """The LLM answered "N/A" (no refinement) at the last round it was asked."""
+        return bool(self.feedback) and self.feedback[-1].refined is None
+
+    def top(self, t: int, k: int) -> list[str]:
+        return list(self.runs[min(t, len(self.runs) - 1)])[:k]
+
+
+def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Document], llm, rounds: int = 3,
+            cfg: FeedbackConfig = FeedbackConfig(), prefix: bool = True, namespace: str = NAMESPACE,
+            progress: bool = True) -> dict[str, Trace]:
+    """Run T = ``rounds`` rounds of feedback over ``queries``; returns one :class:`Trace` each."""
+    from tqdm.auto import tqdm
+    if rounds < 0:
+        raise ValueError(f"rounds must be >= 0, got {rounds}")
+    traces = {q: Trace(q, [text]) for q, text in queries.items()}
+    for q, r in search({q: iteration_prefix(t.instructions[0], 0, prefix) for q, t in traces.items()}).items():
+        traces[q].runs.append(r)
+    for t in range(1, rounds + 1):
+        active = [tr for tr in traces.values() if not tr.stopped and len(tr.instructions) == t]
+        if not active:
+            break
+        refined = {}
+        for tr in tqdm(active, desc=f"feedback round {t}", disable=not progress):
+            docs = [corpus[d] for d in tr.top(t - 1, cfg.k)]
+            t0 = time.perf_counter()
+            fb = feedback_round(llm, tr.instructions[-1], docs, cfg, namespace)
+            tr.seconds.append(time.perf_counter() - t0)
+            tr.feedback.append(fb)
+            if fb.refined is not None:
+                tr.instructions.append(fb.refined)
+                refined[tr.qid] = iteration_prefix(fb.refined, t, prefix)
+        if refined:
+            for q, r in search(refined).items():
+                traces[q].runs.append(r)
+    return traces
+
+
+def run_at(traces: Mapping[str, Trace], t: int) -> Run:
+    """The retrieval after round t (an instruction that left the loop earlier keeps its last list)."""
+    return {q: tr.runs[min(t, len(tr.runs) - 1)] for q, tr in traces.items()}
+
+
+def final_run(traces: Mapping[str, Trace]) -> Run:
+    return {q: tr.runs[-1] for q, tr in traces.items()}

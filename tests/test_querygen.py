@@ -159,6 +159,16 @@ class _StubTokenizer:
         return ids
 
 
+def test_sft_examples_pair_the_fig2_prompt_with_the_gold_descriptions(split):
+    from toolkit.llm.prompts import querygen_prompt
+    from toolkit.querygen.sft import sft_examples
+    ex = sft_examples(split.train, split.corpus)
+    assert len(ex) == len(split.train.queries)
+    qid = ex[0].qid
+    assert ex[0].prompt == querygen_prompt(split.train.queries[qid].text)
+    assert ex[0].target.split("\n") == [split.corpus[d].text for d in split.train.qrels[qid]]
+
+
 def test_encode_example_masks_the_prompt_and_keeps_the_answer():
     from toolkit.querygen.sft import IGNORE, Example, encode_example
     tok = _StubTokenizer()

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from toolkit.llm.prompts import querygen_prompt
-from toolkit.querygen.data import api_description
 
 IGNORE = -100
 
@@ -35,7 +34,7 @@ class SFTConfig:
     epochs: int = 1                 # App. A.2: one epoch
     batch_size: int = 32            # App. A.2
     micro_batch: int = 4            # accumulated to batch_size (memory)
-    lr: float = 1e-5                # constant (App. A.2); value lost
+    lr: float = 2e-5                # constant (App. A.2); value lost
     weight_decay: float = 0.01      # value lost
     clip_value: float = 1.0         # "clip values outside the range [-c, c]" (App. A.2); value lost
     max_length: int = 384
@@ -61,11 +60,12 @@ class Example:
 
 
 def sft_examples(ds, corpus, kind: str = "description") -> list[Example]:
-    """One example per request: Fig. 2 prompt -> its gold API descriptions, one per line."""
+    """One example per request: Fig. 2 prompt -> its gold API descriptions, one per line. ``corpus``
+    is the split's (:func:`toolkit.querygen.data.make_split`), whose texts are the descriptions."""
     out = []
     for qid, q in ds.queries.items():
         gold = [d for d, r in ds.qrels[qid].items() if r > 0]
-        out.append(Example(qid, querygen_prompt(q.text, kind), "\n".join(api_description(corpus[d]) for d in gold)))
+        out.append(Example(qid, querygen_prompt(q.text, kind), "\n".join(corpus[d].text for d in gold)))
     return out
 
 

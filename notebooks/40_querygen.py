@@ -58,6 +58,7 @@ from toolkit.querygen import experiment as E
 from toolkit.querygen import tables as T
 from toolkit.querygen.config import config_for
 from toolkit.report import side_by_side
+from toolkit.llm.models import canonical_id
 from toolkit.results import Recorder
 
 cfg = config_for(profile, **overrides)
@@ -91,7 +92,11 @@ T.data_table(stats)
 t = time.perf_counter()
 zs = E.zero_shot(cfg, s)
 stage_s["zero-shot replay + calibration"] = time.perf_counter() - t
-calibrations = {zs.method: zs.calibration}
+t = time.perf_counter()
+ft = E.sft(cfg, s)
+stage_s["SFT replay + calibration"] = time.perf_counter() - t
+generators = [zs, ft]
+calibrations = {g.method: g.calibration for g in generators}
 rec.extra["calibration"] = {m: {"scores": {str(k): v for k, v in c["scores"].items()}, "best": c["best"],
                                 "n": {str(k): v for k, v in c["n"].items()}} for m, c in calibrations.items()}
 for m, c in calibrations.items():
@@ -102,6 +107,40 @@ for m, c in calibrations.items():
 T.calibration_table(calibrations)
 
 # %% [markdown]
+# ## Supervised fine-tuning (§3.2): the training run
+#
+# Qwen2.5-Coder-0.5B-Instruct (dequantized from the shipped GGUF) fine-tuned in full on `sft_train_requests` training
+# requests → their gold API descriptions: one epoch, batch 32, constant learning rate, weight decay, clipping by
+# value, loss on the answer tokens only, bf16 autocast on 2 CPU cores. The run's log is committed beside its answers
+# (`data/llm_cache/querygen_sft/*.train.json`); the weights are not. Its answers come from the model exported to a
+# Q8_0 GGUF and sampled by llama.cpp.
+
+# %%
+sft_log = E.sft_train_log(cfg)
+if sft_log:
+    import matplotlib.pyplot as plt
+    rec.extra["sft_training"] = {k: sft_log[k] for k in ("examples", "tokens", "seconds", "tokens_per_s", "final_loss")}
+    fig, ax = plt.subplots(figsize=(5, 2.6))
+    ax.plot([st["step"] + 1 for st in sft_log["steps_log"]], [st["loss"] for st in sft_log["steps_log"]], marker=".")
+    ax.set(xlabel="optimizer step (batch 32)", ylabel="answer-token loss", title="SFT training loss")
+    fig.tight_layout()
+    fig.savefig(rec.figure_dir() / "sft_loss.png", dpi=120)
+    display(pd.Series(rec.extra["sft_training"]).to_frame("SFT run"))
+else:
+    print(f"no SFT run committed for this configuration (tag {cfg.sft_tag()}); `python -m toolkit.querygen sft` makes it")
+
+# %% [markdown]
+# ## Generation cost
+#
+# Answers in each response cache, with the summed call time (1 llama.cpp slot, 2 threads) and throughput.
+
+# %%
+cost = pd.DataFrame({"Zero-Shot": E.generation_cost("querygen_zeroshot", canonical_id(cfg.zero_shot_model)),
+                     "SFT": E.generation_cost(E.SFT_NAMESPACE, E.sft_model_id(cfg))}).T
+rec.extra["generation_cost"] = cost.reset_index().to_dict("records")
+cost
+
+# %% [markdown]
 # ## Table 1 — Utterance, Zero-Shot, SFT, Alignment
 #
 # MMRR and MAP at the list length (11), Recall@3/5/11, ours beside the paper's. The utterance row is on the whole
@@ -109,10 +148,12 @@ T.calibration_table(calibrations)
 
 # %%
 t = time.perf_counter()
-methods = {zs.method: zs.queries} if zs.queries else {}
+methods = {g.method: g.queries for g in generators if g.queries}
 values = E.evaluate_conditions(cfg, s, methods)
 stage_s["retrieve + evaluate"] = time.perf_counter() - t
 notes = {"Zero-Shot": f"{cfg.zero_shot_model}, T={zs.temperature}, n={cfg.test_requests} sample",
+         "SFT": f"{cfg.generator_base} fine-tuned on {cfg.sft_train_requests} requests, T={ft.temperature}, "
+                f"n={cfg.test_requests} sample",
          "Utterance": "mpnet over API descriptions; whole test set"}
 T.record(rec, values, notes)
 side_by_side(rec, "querygen", "1")
@@ -137,8 +178,7 @@ side_by_side(rec, "querygen", "2", wide=False) if len(t2) else "no generating me
 # not part of this run until their answers are committed.
 
 # %%
-pending = pd.DataFrame(zs.pending + [
-    {"method": "SFT", "set": "all", "why": "fine-tuned generator's answers not generated yet"},
+pending = pd.DataFrame([p for g in generators for p in g.pending] + [
     {"method": "Alignment", "set": "all", "why": "alignment iterations not run yet (Tables 1, 3-6, Figure 4)"},
 ])
 rec.extra["pending"] = pending.to_dict("records")
@@ -160,11 +200,13 @@ def _v(dataset, method, metric, sample="all"):
 lines = []
 r5 = "recall@5"
 for ds_name, label in [("querygen-in-domain", "in-domain"), ("querygen-out-of-domain", "out-of-domain")]:
-    u_all, u_llm, z = _v(ds_name, "Utterance", r5), _v(ds_name, "Utterance", r5, "llm"), _v(ds_name, "Zero-Shot", r5)
+    u_all, u_llm = _v(ds_name, "Utterance", r5), _v(ds_name, "Utterance", r5, "llm")
     line = f"- **{label}**: utterance Recall@5 {u_all:.3f} on all {len(s.tests[ds_name].queries)} requests"
-    if z is not None:
-        line += (f"; on the {len(zs.queries[ds_name])}-request sample, utterance {u_llm:.3f} vs zero-shot {z:.3f} "
-                 f"({z - u_llm:+.3f})")
+    for g in generators:
+        v = _v(ds_name, g.method, r5)
+        if v is not None:
+            line += (f"; on the {len(g.queries[ds_name])}-request sample, utterance {u_llm:.3f} vs {g.method} "
+                     f"{v:.3f} ({v - u_llm:+.3f})")
     lines.append(line)
 from toolkit.compare import load_paper_numbers
 pn = load_paper_numbers("querygen").query("table == '1' and metric == 'recall@5'").set_index(["dataset", "method"]).value
@@ -173,9 +215,9 @@ claim = (f"The paper finds zero-shot generation *below* the utterance in-domain 
          f"({pn['querygen-out-of-domain', 'Zero-Shot']:.3f} vs {pn['querygen-out-of-domain', 'Utterance']:.3f}), "
          f"SFT best in-domain ({pn['querygen-in-domain', 'SFT']:.3f}) and alignment best out-of-domain "
          f"({pn['querygen-out-of-domain', 'Alignment']:.3f}).")
-display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) +
-                 ("\n\nZero-shot calibration picked T = " + str(zs.temperature) if zs.temperature is not None
-                  else "\n\nZero-shot calibration is incomplete (see pending).")))
+cal_lines = [f"{g.method} calibration picked T = {g.temperature}" if g.temperature is not None
+             else f"{g.method} calibration is incomplete (see pending)" for g in generators]
+display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(cal_lines) + "."))
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}

@@ -27,7 +27,7 @@ from toolkit.querygen.config import config_for
 from toolkit.querygen.data import make_split, nested_sample
 from toolkit.querygen.retrieval import QueryIndex
 
-SFT_NAMESPACE = "querygen_sft"
+from toolkit.querygen.experiment import SFT_NAMESPACE
 
 
 def _log(msg: str) -> None:
@@ -83,6 +83,13 @@ def cmd_sft(args, cfg) -> int:
         _log(f"SFT of {cfg.generator_base} on {len(examples)} training requests -> {out_dir}")
         log = sft.train(base, examples, out_dir, cfg.sft)
         _log(f"trained: {log['seconds']:.0f}s, {log['tokens_per_s']} tokens/s, final loss {log['final_loss']}")
+        # what the notebook shows of the run, committed beside its answers (the weights are not)
+        from toolkit.llm.client import default_cache_root
+        keep = {k: log[k] for k in ("steps", "examples", "tokens", "seconds", "tokens_per_s", "final_loss", "config",
+                                    "steps_log") if k in log}
+        dest = default_cache_root() / SFT_NAMESPACE / f"querygen-sft-{cfg.sft_tag()}.train.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(json.dumps({**keep, "base": cfg.generator_base, "train_requests": len(examples)}, indent=1))
         lm, _ = sft.load(out_dir)
         t = time.time()
         export_gguf(lm, gguf_path(cfg.generator_base), gguf_file, name=f"querygen-sft-{cfg.sft_tag()}")

@@ -52,30 +52,74 @@ class Generated:
     pending: list[dict] = field(default_factory=list)
 
 
+SFT_NAMESPACE = "querygen_sft"
+
+
+def sft_model_id(cfg: QuerygenConfig) -> str:
+    """The cache model id of the SFT generator (its GGUF file name, unique per training configuration)."""
+    return f"gguf:querygen-sft-{cfg.sft_tag()}.gguf"
+
+
 def zero_shot(cfg: QuerygenConfig, s: Setup, kind: str = "description", llm=None) -> Generated:
     """Replay (or generate, with a live client) the zero-shot answers: dev grid, best temperature
     by Recall@5 (§4.3), the test samples at it."""
     llm = llm or gen.client(cfg.profile, cfg.zero_shot_model, kind)
+    return calibrated(cfg, s, llm, "Zero-Shot" if kind == "description" else "Zero-Shot (intents)", kind)
+
+
+def sft(cfg: QuerygenConfig, s: Setup, llm=None) -> Generated:
+    """Replay the fine-tuned generator's answers (written by ``python -m toolkit.querygen sft``)."""
+    from toolkit.llm.client import client_for_profile
+    llm = llm or client_for_profile(cfg.profile, sft_model_id(cfg), namespace=SFT_NAMESPACE)
+    return calibrated(cfg, s, llm, "SFT", namespace=SFT_NAMESPACE)
+
+
+def calibrated(cfg: QuerygenConfig, s: Setup, llm, method: str, kind: str = "description",
+               namespace: str | None = None) -> Generated:
+    """One generator's answers: calibration on the dev sample, then the test samples at the best
+    temperature; whatever the cache lacks is listed in ``pending``."""
     live = llm.mode == "live"
-    cal = gen.calibrate(s.index, s.dev, llm, cfg.temperatures, kind=kind, k=cfg.list_size, partial=not live)
-    g = Generated("Zero-Shot" if kind == "description" else "Zero-Shot (intents)", cal, cal["best"])
+    cal = gen.calibrate(s.index, s.dev, llm, cfg.temperatures, kind=kind, k=cfg.list_size, partial=not live,
+                        namespace=namespace)
+    g = Generated(method, cal, cal["best"])
     for t, n in cal["n"].items():
         if n < len(s.dev.queries):
-            g.pending.append({"method": g.method, "set": f"dev T={t}", "cached": n, "needed": len(s.dev.queries)})
-    complete = [t for t, n in cal["n"].items() if n == len(s.dev.queries)]
-    if len(complete) < len(cfg.temperatures):
+            g.pending.append({"method": method, "set": f"dev T={t}", "cached": n, "needed": len(s.dev.queries)})
+    if any(n < len(s.dev.queries) for n in cal["n"].values()):
         # calibration is not final until every temperature is scored on every dev request
         g.temperature = None
         for name, ds in s.llm_tests.items():
-            g.pending.append({"method": g.method, "set": name, "cached": 0, "needed": len(ds.queries),
+            g.pending.append({"method": method, "set": name, "cached": 0, "needed": len(ds.queries),
                               "why": "calibration incomplete"})
         return g
     for name, ds in s.llm_tests.items():
-        got = gen.generate_queries(ds.query_texts(), llm, g.temperature, kind=kind, partial=not live)
+        got = gen.generate_queries(ds.query_texts(), llm, g.temperature, kind=kind, partial=not live,
+                                   namespace=namespace)
         g.queries[name] = got
         if len(got) < len(ds.queries):
-            g.pending.append({"method": g.method, "set": name, "cached": len(got), "needed": len(ds.queries)})
+            g.pending.append({"method": method, "set": name, "cached": len(got), "needed": len(ds.queries)})
     return g
+
+
+def generation_cost(namespace: str, model_id: str) -> dict:
+    """Answers, completion tokens and summed call seconds in one response-cache file (drafts/s, tokens/s)."""
+    from toolkit.llm.cache import ResponseCache
+    from toolkit.llm.client import default_cache_root
+    c = ResponseCache(default_cache_root(), namespace, model_id, readonly=True)
+    ans = list(c.answers())
+    sec = sum(a.get("ms") or 0 for a in ans) / 1000
+    tok = sum(a.get("ntok") or 0 for a in ans)
+    return {"answers": len(ans), "completion tokens": tok, "call seconds": round(sec, 1),
+            "answers/s": round(len(ans) / sec, 3) if sec else None, "tokens/s": round(tok / sec, 1) if sec else None}
+
+
+def sft_train_log(cfg: QuerygenConfig) -> dict | None:
+    """The SFT run's training log committed beside its answers (loss per step, tokens/s, wall time)."""
+    import json
+
+    from toolkit.llm.client import default_cache_root
+    p = default_cache_root() / SFT_NAMESPACE / f"querygen-sft-{cfg.sft_tag()}.train.json"
+    return json.loads(p.read_text()) if p.is_file() else None
 
 
 def evaluate_queries(cfg: QuerygenConfig, s: Setup, ds: RetrievalDataset, generated: Mapping[str, list[str]] | None,

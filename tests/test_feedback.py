@@ -155,3 +155,15 @@ def test_train_iteration_aware_with_a_projection_layer(tmp_path):
     assert SentenceTransformer(str(path), device="cpu").encode(["a query"]).shape == (1, 48)
     # a finished directory is reused, not trained again
     assert train_iteration_aware(ex, tmp_path / "m", "minilm", log=None)[1]["steps"] == 2
+
+
+def test_training_set_uses_library_documents_for_toollens_apis():
+    from toolkit.data import load_toollens
+    from toolkit.feedback.data import training_set
+    ds = training_set("test")
+    tl = load_toollens("test")
+    assert len(ds.queries) == len(tl.queries) and len(ds.corpus) == 464
+    assert all("/" in d for d in ds.corpus)                 # library ids <category>/<tool>/<api>
+    qid = next(iter(tl.qrels))
+    assert len(ds.qrels[qid]) == len(tl.qrels[qid])
+    assert {tl.corpus[d].meta["api_key"] for d in tl.qrels[qid]} == set(ds.qrels[qid])

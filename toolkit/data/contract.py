@@ -92,6 +92,20 @@ class RetrievalDataset:
         qids = sorted(rng.sample(sorted(self.queries), n))
         return self.subset(qids, name=f"{self.name}[sample {n}, seed {seed}]")
 
+    def nested_sample(self, n: int | None, seed: int = 0) -> "RetrievalDataset":
+        """The first ``n`` queries of one seeded shuffle (all when n is None or >= size), so a larger
+        ``n`` extends a smaller one: a sample can grow with a generation budget and every answer
+        already generated stays in it. Queries keep the dataset's order."""
+        if n is None or n >= len(self.queries):
+            return self
+        if n < 1:
+            raise ValueError(f"sample size must be >= 1 (or None for all), got {n}")
+        order = sorted(self.queries, key=lambda q: (len(q), q))
+        random.Random(seed).shuffle(order)
+        keep = set(order[:n])
+        return self.subset([q for q in self.queries if q in keep],
+                           name=f"{self.name}[{n} of {len(self.queries)}, seed {seed}]")
+
     def stats(self) -> dict:
         n_rel = [len(r) for r in self.qrels.values()]
         return {

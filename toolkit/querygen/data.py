@@ -169,14 +169,5 @@ def check_no_contamination(split: QuerygenSplit) -> None:
 
 
 def nested_sample(ds: RetrievalDataset, n: int | None, seed: int = 0) -> RetrievalDataset:
-    """The first ``n`` requests of one seeded shuffle of ``ds`` (all when n is None or >= size), so a
-    larger ``n`` extends a smaller one: a sample can grow with the generation budget and every
-    answer already generated stays in it."""
-    if n is None or n >= len(ds.queries):
-        return ds
-    if n < 1:
-        raise ValueError(f"sample size must be >= 1 (or None for all), got {n}")
-    order = sorted(ds.queries, key=lambda q: (len(q), q))
-    random.Random(seed).shuffle(order)
-    keep = set(order[:n])
-    return ds.subset([q for q in ds.queries if q in keep], name=f"{ds.name}[{n} of {len(ds.queries)}, seed {seed}]")
+    """:meth:`RetrievalDataset.nested_sample` (a seeded sample that grows without losing members)."""
+    return ds.nested_sample(n, seed)

@@ -167,3 +167,24 @@ def test_training_set_uses_library_documents_for_toollens_apis():
     qid = next(iter(tl.qrels))
     assert len(ds.qrels[qid]) == len(tl.qrels[qid])
     assert {tl.corpus[d].meta["api_key"] for d in tl.qrels[qid]} == set(ds.qrels[qid])
+
+
+def test_traces_round_trip_through_their_committed_file(tmp_path):
+    from toolkit.feedback.__main__ import load_traces, save_traces
+    traces = _trace()
+    save_traces(traces, tmp_path / "t.jsonl")
+    back = load_traces(tmp_path / "t.jsonl")
+    assert back["q"].instructions == traces["q"].instructions and back["q"].runs == traces["q"].runs
+    assert list(back["q"].runs[1]) == ["d1", "d3", "d0"]                   # ranked order survives
+    (tmp_path / "bad.jsonl").write_text('{"qid": "x"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: not a feedback trace"):
+        load_traces(tmp_path / "bad.jsonl")
+
+
+def test_feedback_config_profiles_and_overrides():
+    from toolkit.feedback.config import config_for
+    assert config_for("standard").sample_size("I2") is None and config_for("standard").sample_size("I1") == 150
+    with pytest.raises(ValueError, match="no parameter 'rounds'"):
+        config_for("smoke", rounds=3)
+    with pytest.raises(TypeError, match="base"):
+        config_for("smoke", base=3)

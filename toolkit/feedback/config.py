@@ -1,0 +1,60 @@
+"""One configuration object for the feedback experiment (notebook ``30_feedback`` and
+``python -m toolkit.feedback``): ``smoke`` / ``standard`` / ``paper`` instances and their checks."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from toolkit.feedback.round import FeedbackConfig
+from toolkit.feedback.training import IterationConfig
+
+PROFILE_NAMES = ("smoke", "standard", "paper")
+
+
+@dataclass(frozen=True)
+class FeedbackExperiment:
+    profile: str = "smoke"
+    base: str = "minilm"                  # in place of BERT-base (§5.1); Table 6's second model: mpnet
+    llm: str = "qwen-1.5b"                # in place of gpt-3.5-turbo-0125
+    feedback: FeedbackConfig = FeedbackConfig()
+    training: IterationConfig = IterationConfig()
+    train_feedback_requests: int | None = 500      # training instructions given offline feedback
+    test_requests: dict | None = None              # per group: LLM sample size (None: whole group)
+    warmup_max_steps: int | None = None            # cap on the warm-up's batches (smoke)
+    sample_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILE_NAMES:
+            raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
+        if self.train_feedback_requests is not None and self.train_feedback_requests < 1:
+            raise ValueError("train_feedback_requests must be >= 1 or None")
+        for group, n in (self.test_requests or {}).items():
+            if n is not None and n < 1:
+                raise ValueError(f"test_requests[{group!r}] must be >= 1 or None, got {n}")
+
+    def sample_size(self, group: str) -> int | None:
+        return (self.test_requests or {}).get(group)
+
+
+PROFILES = {
+    "smoke": FeedbackExperiment(profile="smoke", train_feedback_requests=8, warmup_max_steps=4,
+                                test_requests={"I1": 4, "I2": 4, "I3": 4, "All": 12, "UltraTool": 4}),
+    # the issue's budget: all of I2 and I3, >= 150 I1 queries, >= 500 training instructions with feedback
+    "standard": FeedbackExperiment(profile="standard",
+                                   test_requests={"I1": 150, "I2": None, "I3": None, "UltraTool": 150}),
+    "paper": FeedbackExperiment(profile="paper", base="bert-base-uncased", llm="gpt-3.5-turbo-0125",
+                                train_feedback_requests=None, training=IterationConfig(batch_size=64)),
+}
+
+
+def config_for(profile: str, **overrides) -> FeedbackExperiment:
+    """The profile's configuration with ``overrides`` (checked: unknown names and wrong types are errors)."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {profile!r}")
+    known = {f.name for f in fields(FeedbackExperiment)} - {"profile"}
+    for name, value in overrides.items():
+        if name not in known:
+            raise ValueError(f"30_feedback has no parameter {name!r}; its parameters: {', '.join(sorted(known))}")
+        default = getattr(PROFILES[profile], name)
+        if default is not None and value is not None and not isinstance(value, type(default)):
+            raise TypeError(f"30_feedback parameter {name!r} must be {type(default).__name__}, got {value!r}")
+    return replace(PROFILES[profile], **overrides)

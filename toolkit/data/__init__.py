@@ -50,19 +50,6 @@ DATASETS["toollens-test"] = (lambda: load_toollens("test"), "ToolLens test queri
 DATASETS["ultratool"] = (load_ultratool, "UltraTool English test (feedback paper, out-of-domain)")
 
 
-def _querygen(part: str) -> Callable[..., RetrievalDataset]:
-    def load(seed: int = 0) -> RetrievalDataset:
-        from toolkit.querygen.data import SplitConfig, make_split   # lazy: querygen imports toolkit.data
-        return make_split(SplitConfig(seed=seed)).datasets()[part]
-    return load
-
-
-for _part, _what in [("train", "training requests"), ("dev", "dev requests (temperature calibration)"),
-                     ("in-domain", "in-domain test requests"), ("out-of-domain", "out-of-domain test requests")]:
-    _n = "querygen-" + _part
-    DATASETS[_n] = (_querygen(_part), f"Query-generation protocol on ToolLens: {_what} (querygen §4.1)")
-
-
 def list_datasets() -> dict[str, str]:
     return {k: v[1] for k, v in DATASETS.items()}
 

@@ -109,7 +109,7 @@ def train_iteration_aware(examples: list[Example], out_dir: Path, base: str, cfg
     model = load_base_encoder(base, cfg.max_seq_length)
     if cfg.embedding_size:
         from sentence_transformers import models
-        dim = model.get_sentence_embedding_dimension()
+        dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
         model.append(models.Dense(dim, cfg.embedding_size, activation_function=__import__("torch").nn.Identity()))
     batches = []
     for e in range(cfg.epochs):

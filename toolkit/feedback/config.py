@@ -21,8 +21,12 @@ class FeedbackExperiment:
     test_requests: dict | None = None              # per group: LLM sample size (None: whole group)
     warmup_max_steps: int | None = None            # cap on the warm-up's batches (smoke)
     sample_seed: int = 0
+    toolbench_corpus: str = "library"              # library (the protocol) | pool (fast: smoke)
+    baseline_queries: int | None = None            # smoke: baselines on a sample of each set too
 
     def __post_init__(self) -> None:
+        if self.toolbench_corpus not in ("library", "pool"):
+            raise ValueError(f"toolbench_corpus must be library or pool, got {self.toolbench_corpus!r}")
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
         if self.train_feedback_requests is not None and self.train_feedback_requests < 1:
@@ -37,7 +41,8 @@ class FeedbackExperiment:
 
 PROFILES = {
     "smoke": FeedbackExperiment(profile="smoke", train_feedback_requests=8, warmup_max_steps=4,
-                                test_requests={"I1": 4, "I2": 4, "I3": 4, "All": 12, "UltraTool": 4}),
+                                test_requests={"I1": 4, "I2": 4, "I3": 4, "All": 12, "UltraTool": 4},
+                                toolbench_corpus="pool", baseline_queries=20),
     # the budget: all of I2 and I3, >= 150 I1 queries, >= 500 training instructions with feedback
     "standard": FeedbackExperiment(profile="standard",
                                    test_requests={"I1": 150, "I2": None, "I3": None, "UltraTool": 150}),

@@ -35,7 +35,9 @@ def training_set(split: str = "train") -> RetrievalDataset:
                             description=f"ToolLens {split}, documents from the ToolBench library")
 
 
-def test_sets(names: dict[str, str] | None = None) -> dict[str, RetrievalDataset]:
-    """The in-domain groups (library corpus) and UltraTool, by the paper's column names."""
+def test_sets(names: dict[str, str] | None = None, corpus: str = "library") -> dict[str, RetrievalDataset]:
+    """The in-domain groups and UltraTool, by the paper's column names; ``corpus`` for the ToolBench
+    groups: ``library`` (16,427 APIs, the protocol) or ``pool`` (each group's candidate pools: fast)."""
     names = names or {**IN_DOMAIN, **OUT_OF_DOMAIN}
-    return {label: load_dataset(ds) for label, ds in names.items()}
+    return {label: load_dataset(ds, **({"corpus": corpus} if ds.startswith("toolbench") else {}))
+            for label, ds in names.items()}

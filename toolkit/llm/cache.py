@@ -30,6 +30,7 @@ are the first 16 hex digits of the sha256 of the record's canonical JSON.
 from __future__ import annotations
 
 import fcntl
+import logging
 import hashlib
 import json
 import os
@@ -39,6 +40,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+
+log = logging.getLogger("toolkit.llm")
 
 FORMAT = "toolkit.llm.cache/1"
 MIN_PREFIX = 256
@@ -97,7 +100,9 @@ class ResponseCache:
         self._prefixes: dict[str, str] = {}
         self._last_encoded: str | None = None
         self._offset = 0
+        self._line = 0
         self.skipped_lines = 0
+        self.damaged: list[str] = []          # "file:line: why" for every record that could not be read
         self.refresh()
 
     # -- reading ---------------------------------------------------------------------------
@@ -115,18 +120,25 @@ class ResponseCache:
         if not data:
             return
         end = data.rfind(b"\n") + 1       # only complete lines; a partial tail is re-read later
-        for raw in data[:end].splitlines():
+        for raw in data[:end].split(b"\n")[:-1]:
+            self._line += 1
             if not raw.strip():
                 continue
             try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError:
-                self.skipped_lines += 1    # a line cut by a killed writer, followed by a repair newline
-                continue
-            self._ingest(rec)
+                self._ingest(json.loads(raw))
+            except CacheCorrupt:
+                raise
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                # a line cut by a killed writer, or a damaged record: skip it, say where, serve the rest
+                self.skipped_lines += 1
+                why = "not JSON" if isinstance(e, json.JSONDecodeError) else f"bad record ({type(e).__name__}: {e})"
+                self.damaged.append(f"{self.path}:{self._line}: {why}")
+                log.warning("LLM cache %s:%d: skipped a damaged line (%s)", self.path, self._line, why)
         self._offset += end
 
     def _ingest(self, rec: dict) -> None:
+        if not isinstance(rec, dict):
+            raise TypeError(f"a record must be a JSON object, got {type(rec).__name__}")
         t = rec.get("t")
         if t == "a":
             key = (rec["c"], rec["p"], int(rec["i"]))
@@ -135,6 +147,8 @@ class ResponseCache:
                 self._answers[key] = CachedAnswer(rec["text"], meta)
         elif t == "p":
             if "x" in rec:
+                if rec["x"] not in self._prefixes:
+                    raise KeyError(f"prompt {rec.get('id')!r} refers to prefix {rec['x']!r}, which no readable line defines")
                 enc = self._prefixes[rec["x"]] + rec["rest"]
                 prompt = json.loads(enc)
             else:
@@ -177,7 +191,7 @@ class ResponseCache:
         ms = [a.meta.get("ms", 0) for a in self._answers.values()]
         return {"file": str(self.path), "bytes": size, "answers": len(self._answers),
                 "prompts": len(self._prompts), "configs": len(self._configs),
-                "generation_seconds": round(sum(ms) / 1000.0, 1)}
+                "generation_seconds": round(sum(ms) / 1000.0, 1), "damaged_lines": list(self.damaged)}
 
     # -- writing ---------------------------------------------------------------------------
     def put(self, kind: str, prompt: Any, sampling: dict, index: int, text: str, _sync: bool = True,
@@ -208,13 +222,15 @@ class ResponseCache:
                 rec.update({k: v for k, v in meta.items() if v is not None})
                 lines.append(rec)
                 blob = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in lines)
-                if size and not self._ends_with_newline(fd, size):
+                repaired = bool(size) and not self._ends_with_newline(fd, size)
+                if repaired:
                     blob = "\n" + blob             # repair a line cut by a killed writer
                 os.write(fd, blob.encode("utf-8"))
                 if _sync:
                     os.fsync(fd)
                 for r in lines:
                     self._ingest(r)
+                self._line += len(lines) + repaired
                 self._offset = os.fstat(fd).st_size
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)

@@ -131,7 +131,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         c = ResponseCache(root, f.parent.name, f.stem, readonly=True)
         s = c.stats()
         print(f"{f.relative_to(root)}: {s['answers']} answers, {s['prompts']} prompts, {s['configs']} configs, "
-              f"{s['bytes'] / 1e6:.2f} MB, {s['generation_seconds']:.0f} s summed over calls (parallel calls overlap)")
+              f"{s['bytes'] / 1e6:.2f} MB, {s['generation_seconds']:.0f} s summed over calls (parallel calls overlap)"
+              + (f"; {len(s['damaged_lines'])} damaged lines skipped" if s["damaged_lines"] else ""))
+        for where in s["damaged_lines"]:
+            print(f"  damaged: {where}")
     return 0
 
 

@@ -162,7 +162,10 @@ class LLMClient:
             ans = self.backend.generate(Request(kind, norm[pos], s, i))
             cache.put(kind, norm[pos], key, i, ans.text, fin=ans.finish_reason, ntok=ans.completion_tokens,
                       ms=None if ans.seconds is None else int(round(ans.seconds * 1000)))
-            results[pos][i] = ans.text
+            # another process may have stored an answer first (the cache keeps the first): use what
+            # the cache holds, so this run's numbers are the ones a replay gives
+            kept = cache.get(kind, norm[pos], key, i)
+            results[pos][i] = kept.text if kept is not None else ans.text
             with self._lock:
                 self.stats["generated"] += 1
                 self.stats["seconds"] += ans.seconds or 0.0

@@ -65,3 +65,44 @@ def test_llm_stats_lists_damaged_lines(tmp_path, capsys):
     assert cli.main(["stats", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "1 damaged lines skipped" in out and f"{path}:" in out and "missing" in out
+
+
+# --- bug 5: fetch without a network: a clear message, no debris, the right advice -----------------
+
+@pytest.fixture
+def one_file_manifest(tmp_path, monkeypatch):
+    from toolkit.data import sources
+    entries = {"toole.single": {**sources.manifest()["toole.single"], "url": "http://127.0.0.1:9/nothing.json"},
+               "toolbench.library": sources.manifest()["toolbench.library"]}
+    monkeypatch.setattr(sources, "manifest", lambda: entries)
+    return tmp_path
+
+
+def test_fetch_without_network_names_file_and_url_and_leaves_nothing(one_file_manifest):
+    from toolkit.data import sources
+    dest = one_file_manifest / "raw"
+    for _ in range(2):
+        with pytest.raises(sources.DataFileError, match=r"could not download toole.single from http://127.0.0.1:9"):
+            sources.fetch(["toole.single"], dest=dest)
+    assert [p for p in dest.rglob("*") if p.is_file()] == []              # no temporary files left
+
+
+def test_fetch_of_a_derived_file_says_copy_not_fetch(one_file_manifest, monkeypatch):
+    from toolkit.data import sources
+    with pytest.raises(sources.DataFileError, match="derived from other files and has no download URL"):
+        sources.fetch(["toolbench.library"], dest=one_file_manifest)
+    skipped = []
+    library = sources.manifest()["toolbench.library"]
+    monkeypatch.setattr(sources, "manifest", lambda: {"toolbench.library": library})
+    assert sources.fetch(None, dest=one_file_manifest, skipped=skipped) == [] and "copy it" in skipped[0]
+
+
+def test_corrupt_derived_file_is_not_advised_to_be_fetched(tmp_path, monkeypatch):
+    from toolkit.data import sources
+    lib = tmp_path / "toolbench" / "library" / "apis.jsonl"
+    lib.parent.mkdir(parents=True)
+    lib.write_text("{}\n")
+    monkeypatch.setenv("TOOLKIT_DATA", str(tmp_path))
+    with pytest.raises(sources.DataFileError) as e:
+        sources.data_file("toolbench/library/apis.jsonl")
+    assert "corrupt" in str(e.value) and "fetch" not in str(e.value) and "copy it" in str(e.value)

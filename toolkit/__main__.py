@@ -68,8 +68,11 @@ def _cmd_datasets(args) -> int:
 
 def _cmd_fetch(args) -> int:
     from .data import fetch
-    for p in fetch(args.only or None, force=args.force):
+    skipped: list[str] = []
+    for p in fetch(args.only or None, force=args.force, skipped=skipped):
         print(f"ok  {p}")
+    for msg in skipped:
+        print(f"skipped  {msg}")
     return 0
 
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+import urllib.error
 import urllib.request
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +47,14 @@ def _verified(path: str, expected: str) -> bool:
     return sha256_file(Path(path)) == expected
 
 
+def how_to_get(entry: dict | None) -> str:
+    """The advice for one manifest entry: fetch it, or (derived files have no URL) copy it."""
+    if entry and entry.get("url"):
+        return f"run `python -m toolkit fetch --only {entry['name']}`"
+    return ("copy it from the shared data folder: it is derived from other files and has no download URL "
+            "(see shared/data/README.md)")
+
+
 def data_file(local_path: str, verify: bool = True) -> Path:
     """Absolute path of a raw data file, e.g. ``data_file("toole/plugin_des.json")``.
 
@@ -56,14 +65,11 @@ def data_file(local_path: str, verify: bool = True) -> Path:
     path = root / local_path
     entry = _by_local_path().get(local_path)
     if not path.is_file():
-        how = (f"run `python -m toolkit fetch --only {entry['name']}`" if entry and entry.get("url")
-               else "copy it from the shared data folder (it is derived, see shared/data/README.md)")
         raise DataFileError(f"data file {path} is missing (data directory {root}; set TOOLKIT_DATA "
-                            f"to point elsewhere). To get it: {how}.")
+                            f"to point elsewhere). To get it: {how_to_get(entry)}.")
     if verify and entry is not None and not _verified(str(path), entry["sha256"]):
         raise DataFileError(f"data file {path} is corrupt: its sha256 differs from {MANIFEST.name} "
-                            f"({entry['sha256'][:12]}…). Delete it and run `python -m toolkit fetch "
-                            f"--only {entry['name']}`.")
+                            f"({entry['sha256'][:12]}…). Delete it, then {how_to_get(entry)}.")
     return path
 
 
@@ -76,9 +82,12 @@ def verify_all() -> dict[str, str]:
     return out
 
 
-def fetch(only: list[str] | None = None, dest: Path | None = None, force: bool = False) -> list[Path]:
+def fetch(only: list[str] | None = None, dest: Path | None = None, force: bool = False,
+          skipped: list[str] | None = None) -> list[Path]:
     """Download manifest files from their public URLs into ``dest`` (default: the data directory)
-    and verify their sha256. Files already present and valid are left alone."""
+    and verify their sha256. Files already present and valid are left alone. Derived files (no URL)
+    are an error when named in ``only``; otherwise they are listed in ``skipped`` with the advice.
+    A failed download leaves nothing behind and names the file, the URL and the cause."""
     dest = Path(dest or data_dir())
     names = only or list(manifest())
     unknown = [n for n in names if n not in manifest()]
@@ -92,16 +101,29 @@ def fetch(only: list[str] | None = None, dest: Path | None = None, force: bool =
             done.append(target)
             continue
         if not e.get("url"):
-            raise DataFileError(f"{name} ({e['local_path']}) is derived and has no download URL; copy it "
-                                f"from the shared data folder (see its README, section 2.4).")
+            msg = f"{name} ({e['local_path']}): {how_to_get(e)}"
+            if only:
+                raise DataFileError(msg)
+            if skipped is not None:
+                skipped.append(msg)
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
-            with urllib.request.urlopen(e["url"], timeout=60) as r:
-                shutil.copyfileobj(r, tmp)
-        got = sha256_file(Path(tmp.name))
-        if got != e["sha256"]:
-            Path(tmp.name).unlink()
-            raise DataFileError(f"download of {name} from {e['url']} has sha256 {got}, expected {e['sha256']}")
-        Path(tmp.name).replace(target)
+        tmp = Path(tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".part",
+                                               delete=False).name)
+        try:
+            try:
+                with urllib.request.urlopen(e["url"], timeout=60) as r, open(tmp, "wb") as out:
+                    shutil.copyfileobj(r, out)
+            except (urllib.error.URLError, OSError) as err:
+                reason = getattr(err, "reason", err)
+                raise DataFileError(f"could not download {name} from {e['url']} ({reason}). Without a network, "
+                                    f"copy {e['local_path']} from the shared data folder into {dest} or set "
+                                    f"TOOLKIT_DATA to a directory that has it.") from None
+            got = sha256_file(tmp)
+            if got != e["sha256"]:
+                raise DataFileError(f"download of {name} from {e['url']} has sha256 {got}, expected {e['sha256']}")
+            tmp.replace(target)
+        finally:
+            tmp.unlink(missing_ok=True)          # no debris: the partial file never stays behind
         done.append(target)
     return done

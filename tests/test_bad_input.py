@@ -106,3 +106,95 @@ def test_corrupt_derived_file_is_not_advised_to_be_fetched(tmp_path, monkeypatch
     with pytest.raises(sources.DataFileError) as e:
         sources.data_file("toolbench/library/apis.jsonl")
     assert "corrupt" in str(e.value) and "fetch" not in str(e.value) and "copy it" in str(e.value)
+
+
+# --- bug 2 and the runner's weak spots -----------------------------------------------------------
+
+def test_profile_is_not_an_ordinary_notebook_parameter():
+    from toolkit.runner import check_parameters, notebook_path
+    with pytest.raises(ValueError, match=r"use --profile smoke instead of -p profile=smoke"):
+        check_parameters(notebook_path("00_datasets"), {"profile": "smoke"})
+
+
+def test_none_does_not_skip_the_type_check():
+    from toolkit.runner import check_parameters, notebook_path
+    with pytest.raises(TypeError, match=r"parameter 'k' must be int .* got None"):
+        check_parameters(notebook_path("01_baselines"), {"k": None})
+
+
+def test_ambiguous_prefix_names_the_candidates_and_paths_stay_inside_notebooks():
+    from toolkit.runner import notebook_path
+    with pytest.raises(FileNotFoundError, match=r"'0' matches several notebooks: 00_datasets, 01_baselines"):
+        notebook_path("0")
+    for bad in ("../README", "/etc/passwd", "../../x.ipynb", ".hidden"):
+        with pytest.raises(FileNotFoundError, match="is not a notebook name"):
+            notebook_path(bad)
+
+
+# --- bug 1: k <= 0, and k below a metric's cut-off -------------------------------------------------
+
+def _cli(*argv):
+    from toolkit.__main__ import main
+    return main(list(argv))
+
+
+@pytest.mark.parametrize("k", ["0", "-3"])
+def test_evaluate_rejects_a_non_positive_depth(k, capsys):
+    with pytest.raises(SystemExit) as e:
+        _cli("evaluate", "--dataset", "toole-multi", "--retriever", "bm25", "--k", k)
+    assert e.value.code == 2 and "must be a positive integer" in capsys.readouterr().err
+
+
+def test_evaluate_refuses_a_depth_below_the_metric_cutoff_before_retrieving(capsys, monkeypatch):
+    import toolkit.data
+    monkeypatch.setattr(toolkit.data, "load_dataset", lambda *a, **k: pytest.fail("loaded data before checking"))
+    assert _cli("evaluate", "--dataset", "toole-multi", "--retriever", "bm25", "--k", "3", "--metrics", "ndcg@5") == 2
+    assert "k=3 is below the cut-off of ndcg@5" in capsys.readouterr().err
+    assert _cli("evaluate", "--dataset", "toole-multi", "--retriever", "bm25", "--metrics", "ndgc@5") == 2
+    assert "unknown or malformed metric 'ndgc@5'" in capsys.readouterr().err
+
+
+def test_notebook_loop_and_retrieve_reject_k_zero():
+    from toolkit.data import load_dataset
+    from toolkit.experiment import evaluate_grid
+    from toolkit.retrieval import build_retriever, retrieve
+    ds = load_dataset("toole-multi").sample(3)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        evaluate_grid({"x": ds}, {"BM25": lambda: build_retriever("bm25")}, ["ndcg@5"], k=0, log=None)
+    with pytest.raises(ValueError, match="positive integer"):
+        retrieve(ds, build_retriever("bm25"), k=0)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--limit", "0"], "must be a positive integer"),
+    (["--limit", "-5"], "must be a positive integer"),
+])
+def test_evaluate_rejects_bad_limits(argv, needle, capsys):
+    with pytest.raises(SystemExit):
+        _cli("evaluate", "--dataset", "toole-multi", "--retriever", "bm25", *argv)
+    assert needle in capsys.readouterr().err
+
+
+def test_retriever_parameter_of_the_wrong_type_is_named(capsys):
+    assert _cli("evaluate", "--dataset", "toole-multi", "--retriever", "bm25", "-r", "k1=abc") == 2
+    assert "-r k1= must be float" in capsys.readouterr().err
+
+
+# --- the LLM command line and cache names ---------------------------------------------------------
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--limit", "0"], "--limit: must be >= 1"), (["--limit", "-2"], "--limit: must be >= 1"),
+    (["--offset", "-5"], "--offset: must be >= 0"), (["--n", "0"], "--n: must be >= 1"),
+])
+def test_llm_generate_rejects_bad_counts(argv, needle, capsys):
+    from toolkit.llm import cli
+    with pytest.raises(SystemExit):
+        cli.main(["generate", "--prompt", "intents", "--backend", "replay", *argv])
+    assert needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("namespace", ["..", ".", "../../etc", ""])
+def test_cache_names_stay_inside_the_cache_root(tmp_path, namespace):
+    with pytest.raises(ValueError, match="must be a plain name"):
+        ResponseCache(tmp_path / "root", namespace, "echo")
+    assert not (tmp_path / "echo.jsonl").exists()

@@ -37,6 +37,8 @@ def evaluate_grid(datasets: Mapping[str, RetrievalDataset], retrievers: Mapping[
     Returns (per-query metrics with columns dataset, method, qid, metric, value; the runs keyed by
     (dataset, method); timings with columns dataset, method, index_s, search_s, queries).
     """
+    from .metrics import check_depth
+    check_depth(metrics, k)                       # before any index is built
     rows, runs, timings = [], {}, []
     indexed: dict[tuple[str, str], object] = {}
     for method, factory in retrievers.items():

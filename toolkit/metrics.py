@@ -61,7 +61,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["evaluate", "metric_names", "rank"]
+__all__ = ["check_depth", "evaluate", "metric_names", "rank"]
 
 Run = Mapping[str, Mapping[str, float]]
 Qrels = Mapping[str, Mapping[str, float]]
@@ -168,6 +168,21 @@ _NAME = re.compile(r"^([a-z_]+)@([1-9][0-9]*)$")
 def metric_names() -> list[str]:
     """Supported metrics, each used as ``<name>@<k>`` (e.g. ``ndcg@5``)."""
     return list(_METRICS)
+
+
+def check_depth(metrics: str | Iterable[str], k: int) -> list[str]:
+    """Validate metric names *before* retrieval runs and the retrieval depth ``k`` against them:
+    ``k`` must be >= 1 and >= the largest cut-off (a run cut at k=3 cannot score ndcg@5: its
+    documents past rank 3 are missing, so the metric would be silently truncated). Returns the
+    normalized names."""
+    specs = _parse(metrics)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"retrieval depth k must be a positive integer, got {k!r}")
+    deepest = max(specs, key=lambda s: s[2])
+    if k < deepest[2]:
+        raise ValueError(f"retrieval depth k={k} is below the cut-off of {deepest[0]}: retrieve at least "
+                         f"k={deepest[2]} documents (or drop that metric)")
+    return [name for name, _, _ in specs]
 
 
 def _parse(metrics: str | Iterable[str]) -> list[tuple[str, str, int]]:

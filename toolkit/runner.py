@@ -21,12 +21,17 @@ def list_notebooks() -> list[str]:
 
 
 def notebook_path(name: str) -> Path:
-    path = NOTEBOOKS / f"{name.removesuffix('.ipynb')}.ipynb"
+    stem = name.removesuffix(".ipynb")
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        raise FileNotFoundError(f"{name!r} is not a notebook name; notebooks: {', '.join(list_notebooks())}")
+    path = NOTEBOOKS / f"{stem}.ipynb"
     if not path.is_file():
         # allow a prefix such as "01"
-        hits = [n for n in list_notebooks() if n.startswith(name)]
+        hits = [n for n in list_notebooks() if n.startswith(stem)]
         if len(hits) == 1:
             return NOTEBOOKS / f"{hits[0]}.ipynb"
+        if hits:
+            raise FileNotFoundError(f"{name!r} matches several notebooks: {', '.join(hits)}; give more of the name")
         raise FileNotFoundError(f"no notebook {name!r} in {NOTEBOOKS}; notebooks: {', '.join(list_notebooks())}")
     return path
 
@@ -50,11 +55,17 @@ def notebook_parameters(path: Path) -> dict[str, object]:
 def check_parameters(path: Path, params: dict) -> None:
     defaults = notebook_parameters(path)
     for name, value in params.items():
+        if name == "profile":
+            raise ValueError(f"{path.name}: 'profile' is not an ordinary parameter (it names the results file); "
+                             f"use --profile {value} instead of -p profile={value}")
         if name not in defaults:
             raise ValueError(f"{path.name} has no parameter {name!r}; its parameters: {', '.join(defaults)}")
         default = defaults[name]
-        if default is None or value is None:
+        if default is None:
             continue
+        if value is None:
+            raise TypeError(f"{path.name}: parameter {name!r} must be {type(default).__name__} "
+                            f"(default {default!r}), got None")
         ok = (isinstance(value, type(default)) and not (isinstance(value, bool) != isinstance(default, bool))) \
             or (isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool))
         if not ok:

@@ -92,6 +92,10 @@ class ResponseCache:
         self.namespace = namespace
         self.model_id = model_id
         self.readonly = readonly
+        for what, value in (("namespace", namespace), ("model id", model_id)):
+            if not value or safe_name(value).startswith("."):
+                raise ValueError(f"LLM cache {what} {value!r} must be a plain name (no leading '.', not '..'): "
+                                 f"it becomes a directory or file under {self.root}")
         self.path = self.root / safe_name(namespace) / (safe_name(model_id) + ".jsonl")
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, str, int], CachedAnswer] = {}

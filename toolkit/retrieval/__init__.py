@@ -49,6 +49,8 @@ def build_retriever(name: str, **params):
 
 def retrieve(dataset, retriever, k: int = 100) -> Run:
     """Index ``dataset.corpus`` (skipped if this retriever already holds that exact corpus), search its queries."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"retrieve: k (documents per query) must be a positive integer, got {k!r}")
     doc_ids, texts = dataset.doc_texts()
     key = (len(doc_ids), hash(tuple(doc_ids)), hash(tuple(texts)))
     if getattr(retriever, "_toolkit_corpus_key", None) != key:

@@ -198,3 +198,11 @@ def test_cache_names_stay_inside_the_cache_root(tmp_path, namespace):
     with pytest.raises(ValueError, match="must be a plain name"):
         ResponseCache(tmp_path / "root", namespace, "echo")
     assert not (tmp_path / "echo.jsonl").exists()
+
+
+def test_an_echoed_api_key_never_reaches_the_cache(tmp_path, monkeypatch):
+    secret = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("TOOLKIT_LLM_API_KEY", secret)
+    llm = LLMClient(EchoBackend(answer_fn=lambda r: f"my key is {secret}, ok"), cache_root=tmp_path, namespace="ns")
+    assert llm.generate(["hi"])[0][0] == "my key is ***, ok"
+    assert secret not in llm.cache("ns").path.read_text()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from dataclasses import replace
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 from toolkit import paths
 from toolkit.llm import models as _models
 from toolkit.llm.backends import (Backend, EchoBackend, LocalGGUFBackend, OpenAIBackend, ReplayBackend,
-                                  TransformersBackend)
+                                  TransformersBackend, _redact)
 from toolkit.llm.base import GREEDY, LLMError, Prompt, ReplayMiss, Request, Sampling, as_messages
 from toolkit.llm.cache import ResponseCache, prompt_id
 
@@ -160,6 +161,9 @@ class LLMClient:
 
         def work(pos: int, i: int) -> None:
             ans = self.backend.generate(Request(kind, norm[pos], s, i))
+            if _redact(ans.text) != ans.text:       # a server that echoes the API key: never store it
+                log.warning("%s: an answer contained the API key; it was replaced before caching", self.namespace)
+                ans = replace(ans, text=_redact(ans.text))
             cache.put(kind, norm[pos], key, i, ans.text, fin=ans.finish_reason, ntok=ans.completion_tokens,
                       ms=None if ans.seconds is None else int(round(ans.seconds * 1000)))
             # another process may have stored an answer first (the cache keeps the first): use what

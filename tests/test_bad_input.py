@@ -206,3 +206,34 @@ def test_an_echoed_api_key_never_reaches_the_cache(tmp_path, monkeypatch):
     llm = LLMClient(EchoBackend(answer_fn=lambda r: f"my key is {secret}, ok"), cache_root=tmp_path, namespace="ns")
     assert llm.generate(["hi"])[0][0] == "my key is ***, ok"
     assert secret not in llm.cache("ns").path.read_text()
+
+
+# --- compare: a selection that names nothing is an error; failed runs are flagged -----------------
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--paper", "reinvoke", "--table", "99"], "no table '99' in the paper numbers of reinvoke; tables: 1,"),
+    (["--notebook", "99_nothing"], "no results for notebook '99_nothing'"),
+    (["--profile", "../../x"], "unknown profile '../../x'; profiles: smoke, standard, paper"),
+])
+def test_compare_refuses_unknown_selections(argv, needle, capsys):
+    from toolkit.__main__ import main
+    assert main(["compare", *argv]) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_failed_run_is_marked_and_compare_says_so(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from toolkit import runner
+    from toolkit.compare import main as compare_main
+    from toolkit.paths import RESULTS
+    monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path))
+    shutil.copytree(RESULTS / "00_datasets", tmp_path / "00_datasets")
+    monkeypatch.setattr(runner, "run_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("cell 3 failed")))
+    assert runner.run(["00_datasets"], "standard", stream=open("/dev/null", "w")) == 1
+    marker = tmp_path / "00_datasets" / "standard.failed"
+    assert marker.is_file() and "cell 3 failed" in marker.read_text()
+    compare_main(["--notebook", "00_datasets"])
+    assert "the last standard run of 00_datasets FAILED" in capsys.readouterr().err
+    monkeypatch.setattr(runner, "run_notebook", lambda *a, **k: tmp_path / "ok.ipynb")
+    assert runner.run(["00_datasets"], "standard", stream=open("/dev/null", "w")) == 0 and not marker.exists()

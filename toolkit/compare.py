@@ -569,9 +569,45 @@ def _jsonable(v):
     return v
 
 
+def check_selection(profile: str, paper: str | None, table: str | None, notebooks: list[str] | None,
+                    results_dir: str | Path | None = None) -> None:
+    """Refuse a selection that names nothing that exists, saying what does: an unknown table of the
+    paper(s), notebook or profile would otherwise print "0 cells" and exit 0. A profile is a plain
+    name, never a path out of the results directory."""
+    root = _results_dir(results_dir)
+    from .results import PROFILES
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; profiles: {', '.join(PROFILES)}")
+    have = sorted(p.parent.name for p in root.glob(f"*/{profile}.json"))
+    known_nbs = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    for nb in notebooks or []:
+        if nb not in known_nbs:
+            raise ValueError(f"no results for notebook {nb!r} in {root}; notebooks: {', '.join(known_nbs) or 'none'}")
+        if nb not in have:
+            raise ValueError(f"notebook {nb!r} has no {profile} run ({root / nb / (profile + '.json')}); "
+                             f"its runs: {', '.join(sorted(p.stem for p in (root / nb).glob('*.json'))) or 'none'}")
+    if table is not None:
+        P = load_paper_numbers(paper)
+        tables = sorted(set(P["table"]), key=lambda t: (len(t), t))
+        if str(table) not in tables:
+            raise ValueError(f"no table {table!r} in the paper numbers of {paper or 'any paper'}; tables: "
+                             f"{', '.join(tables)}")
+
+
+def failed_runs(profile: str, results_dir: str | Path | None = None) -> list[str]:
+    """Notebooks whose last ``profile`` run failed (``<profile>.failed`` beside the previous JSON)."""
+    root = _results_dir(results_dir)
+    return sorted(p.parent.name for p in root.glob(f"*/{profile}.failed"))
+
+
 def run(args: argparse.Namespace) -> int:
     if args.tolerance < 0:
         raise SystemExit("--tolerance must be >= 0")
+    check_selection(args.profile, args.paper, args.table, args.notebooks, args.results_dir)
+    for nb in failed_runs(args.profile, args.results_dir):
+        print(f"warning: the last {args.profile} run of {nb} FAILED "
+              f"({_results_dir(args.results_dir) / nb / (args.profile + '.failed')}); its cells below are from "
+              f"the previous successful run", file=sys.stderr)
     df = compare(profile=args.profile, paper=args.paper, table=args.table, tolerance=args.tolerance,
                  notebooks=args.notebooks, results_dir=args.results_dir)
     root = _results_dir(args.results_dir)

@@ -110,12 +110,19 @@ def run(names: list[str], profile: str, params: dict | None = None, stream=sys.s
     for i, name in enumerate(names, 1):
         t = time.time()
         print(f"[{i}/{len(names)}] {name} ({profile}) ...", end=" ", flush=True, file=stream)
+        marker = None
         try:
+            marker = results_dir() / notebook_path(name).stem / f"{profile}.failed"
             out = run_notebook(name, profile, params)
+            marker.unlink(missing_ok=True)
             print(f"ok in {time.time() - t:.1f}s -> {out}", file=stream, flush=True)
         except Exception as e:  # report and go on with the next notebook
             failed += 1
             msg = str(e).strip().splitlines()
+            if marker is not None and marker.parent.is_dir():
+                # the JSON beside it is the previous good run: say so to whoever reads it (compare)
+                marker.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {type(e).__name__}: "
+                                  f"{msg[-1] if msg else ''}\n")
             print(f"FAILED after {time.time() - t:.1f}s: {type(e).__name__}: {msg[-1] if msg else ''}",
                   file=stream, flush=True)
             if isinstance(e, (ValueError, TypeError, FileNotFoundError)) and "parameter" in str(e):

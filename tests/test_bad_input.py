@@ -237,3 +237,27 @@ def test_failed_run_is_marked_and_compare_says_so(tmp_path, monkeypatch, capsys)
     assert "the last standard run of 00_datasets FAILED" in capsys.readouterr().err
     monkeypatch.setattr(runner, "run_notebook", lambda *a, **k: tmp_path / "ok.ipynb")
     assert runner.run(["00_datasets"], "standard", stream=open("/dev/null", "w")) == 0 and not marker.exists()
+
+
+# --- evaluate(): silent zeros become warnings ------------------------------------------------------
+
+def test_evaluate_warns_on_an_empty_or_disjoint_run():
+    from toolkit.metrics import evaluate
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    with pytest.warns(RuntimeWarning, match="the run is empty"):
+        assert evaluate({}, qrels, "ndcg@5")["ndcg@5"] == 0.0
+    with pytest.warns(RuntimeWarning, match=r"answers none of the 2 qrels queries \(1 run queries, 0 shared"):
+        evaluate({"other": {"d1": 1.0}}, qrels, "ndcg@5")
+    import warnings
+    with warnings.catch_warnings():          # a run that answers some queries is normal (BM25 finds nothing for some)
+        warnings.simplefilter("error")
+        evaluate({"q1": {"d1": 1.0}}, qrels, "ndcg@5")
+
+
+def test_retrieve_warns_about_blank_queries():
+    from toolkit.data.contract import Document, Query, RetrievalDataset
+    from toolkit.retrieval import build_retriever, retrieve
+    ds = RetrievalDataset("tiny", {"d": Document("d", "c", "t", "a", "weather api")},
+                          {"q1": Query("q1", "   "), "q2": Query("q2", "weather")}, {"q1": {"d": 1}, "q2": {"d": 1}})
+    with pytest.warns(RuntimeWarning, match=r"1 of 2 queries of 'tiny' have blank text \(first: 'q1'\)"):
+        retrieve(ds, build_retriever("bm25"), k=5)

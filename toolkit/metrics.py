@@ -57,6 +57,7 @@ None of the four divides recall by min(k, |rel|) (BEIR's capped recall), so no s
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
@@ -305,6 +306,14 @@ def evaluate(run: Run, qrels: Qrels, metrics: str | Iterable[str], per_query: bo
             raise ValueError(f"ties='sklearn' is only defined for {sorted(_LINEAR)}, not {bad}")
     if not qrels:
         raise ValueError("qrels is empty: nothing to average over")
+    answered_any = [q for q in qrels if run.get(q)]
+    if not answered_any:
+        # every query scores 0: almost always a mistake (an empty run, or qids of another dataset)
+        shared = len(set(run) & set(qrels))
+        warnings.warn(f"evaluate: the run answers none of the {len(qrels)} qrels queries ("
+                      f"{len(run)} run queries, {shared} shared qids, all with empty rankings); every metric is 0"
+                      if run else f"evaluate: the run is empty; every metric is 0 for the {len(qrels)} queries",
+                      RuntimeWarning, stacklevel=2)
 
     gain = _GAINS[ndcg_gains]
     qids = list(qrels)

@@ -51,6 +51,12 @@ def retrieve(dataset, retriever, k: int = 100) -> Run:
     """Index ``dataset.corpus`` (skipped if this retriever already holds that exact corpus), search its queries."""
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"retrieve: k (documents per query) must be a positive integer, got {k!r}")
+    blank = [q for q, t in dataset.query_texts().items() if not t.strip()]
+    if blank:
+        import warnings
+        warnings.warn(f"retrieve: {len(blank)} of {len(dataset.queries)} queries of {dataset.name!r} have blank text "
+                      f"(first: {blank[0]!r}); they retrieve nothing useful and score 0 or noise",
+                      RuntimeWarning, stacklevel=2)
     doc_ids, texts = dataset.doc_texts()
     key = (len(doc_ids), hash(tuple(doc_ids)), hash(tuple(texts)))
     if getattr(retriever, "_toolkit_corpus_key", None) != key:

@@ -261,3 +261,49 @@ def test_retrieve_warns_about_blank_queries():
                           {"q1": Query("q1", "   "), "q2": Query("q2", "weather")}, {"q1": {"d": 1}, "q2": {"d": 1}})
     with pytest.warns(RuntimeWarning, match=r"1 of 2 queries of 'tiny' have blank text \(first: 'q1'\)"):
         retrieve(ds, build_retriever("bm25"), k=5)
+
+
+# --- loaders with the checksum off: damaged files are named, dropped queries counted ---------------
+
+def _release_dir(tmp_path, qrels_text):
+    d = tmp_path / "G1"
+    d.mkdir()
+    doc = json.dumps({"category_name": "Data", "tool_name": "t", "api_name": "a", "api_description": "x"})
+    (d / "corpus.tsv").write_text(f"docid\tdocument_content\n1\t{doc}\n")
+    (d / "test.query.txt").write_text("q1\tfirst query\nq2\tsecond query\n")
+    (d / "qrels.test.tsv").write_text(qrels_text)
+    return d
+
+
+def test_truncated_release_qrels_names_file_and_line(tmp_path):
+    from toolkit.data import load_retrieval_dir
+    d = _release_dir(tmp_path, "q1\t0\t1\t1\nq2\t0\t1")          # the last line lost its label
+    with pytest.raises(ValueError, match=r"qrels.test.tsv:2: expected 'qid<TAB>0<TAB>docid<TAB>label'"):
+        load_retrieval_dir(d)
+
+
+def test_queries_without_qrels_are_counted_not_silently_dropped(tmp_path, capsys):
+    from toolkit.data import load_retrieval_dir
+    d = _release_dir(tmp_path, "q1\t0\t1\t1\n")
+    with pytest.warns(RuntimeWarning, match=r"1 of 2 queries have no relevant document .* \(first: 'q2'\)"):
+        ds = load_retrieval_dir(d)
+    assert list(ds.queries) == ["q1"] and "dropped 1 of 2 queries" in capsys.readouterr().out
+
+
+def test_toollens_record_without_text_names_file_line_and_field(tmp_path, monkeypatch):
+    import shutil
+
+    from toolkit.data import load_toollens
+    from toolkit.data import sources
+    from toolkit.paths import data_dir
+    src = data_dir() / "toollens"
+    dst = tmp_path / "toollens"
+    shutil.copytree(src, dst)
+    (dst / "queries.jsonl").chmod(0o644)
+    lines = (dst / "queries.jsonl").read_text().splitlines()
+    lines[2] = json.dumps({"_id": json.loads(lines[2])["_id"], "metadata": {}})
+    (dst / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("TOOLKIT_DATA", str(tmp_path))
+    monkeypatch.setattr(sources, "_verified", lambda *a: True)          # the checksum check is off
+    with pytest.raises(ValueError, match=r"queries.jsonl:3: record has no field 'text'"):
+        load_toollens("test")

@@ -291,11 +291,19 @@ def load_retrieval_dir(path: str | Path, split: str = "test", name: str | None =
     qrels: Qrels = {}
     with open(files["qrels"], encoding="utf-8", newline="") as f:
         for lineno, row in enumerate(csv.reader(f, delimiter="\t"), 1):
-            if len(row) != 4:
-                raise ValueError(f"{files['qrels']}:{lineno}: expected 'qid<TAB>0<TAB>docid<TAB>label'")
+            if len(row) != 4 or not row[3].strip().lstrip("-").isdigit():
+                raise ValueError(f"{files['qrels']}:{lineno}: expected 'qid<TAB>0<TAB>docid<TAB>label' with an integer "
+                                 f"label, got {row!r} (a truncated or damaged file?)")
             if int(row[3]) > 0:
                 qrels.setdefault(row[0], {})[row[2]] = int(row[3])
-    queries = {q: v for q, v in queries.items() if q in qrels} if qrels else queries
+    without = [q for q in queries if q not in qrels]
+    if without:
+        # queries with no relevant document cannot be evaluated: drop them, but say how many
+        import warnings
+        warnings.warn(f"{files['queries']}: {len(without)} of {len(queries)} queries have no relevant document in "
+                      f"{files['qrels'].name} and are dropped (first: {without[0]!r})", RuntimeWarning, stacklevel=2)
+        print(f"[data] {path.name}/{split}: dropped {len(without)} of {len(queries)} queries without qrels")
+    queries = {q: v for q, v in queries.items() if q in qrels}
     return RetrievalDataset(name or f"toolbench-{path.name}-{split}", docs, queries, qrels,
                             description=f"ToolBench release format from {path}")
 

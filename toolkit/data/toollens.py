@@ -18,12 +18,24 @@ from .standardize import api_key
 _FIELDS = re.compile(r"^category_name:(?P<cat>.*?), tool_name:(?P<tool>.*?), api_name:(?P<api>.*?), api_description:")
 
 
+def _record(path, lineno: int, line: str, fields: tuple[str, ...]) -> dict:
+    """One JSONL record with its required fields, or an error naming the file, line and field."""
+    try:
+        r = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{lineno}: not a JSON object ({e}); a truncated or damaged file?") from None
+    missing = [k for k in fields if not isinstance(r, dict) or k not in r]
+    if missing:
+        raise ValueError(f"{path}:{lineno}: record has no field {missing[0]!r} (needs {', '.join(fields)})")
+    return r
+
+
 def toollens_corpus() -> dict[str, Document]:
     path = data_file("toollens/corpus.jsonl")
     docs = {}
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
-            r = json.loads(line)
+            r = _record(path, lineno, line, ("_id", "text"))
             m = _FIELDS.match(r.get("text", ""))
             if not m:
                 raise ValueError(f"{path}:{lineno}: text does not start with 'category_name:..., tool_name:..., "
@@ -41,8 +53,8 @@ def load_toollens(split: str = "test") -> RetrievalDataset:
     qpath = data_file("toollens/queries.jsonl")
     texts = {}
     with open(qpath, encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
+        for lineno, line in enumerate(f, 1):
+            r = _record(qpath, lineno, line, ("_id", "text"))
             texts[r["_id"]] = r["text"]
     rpath = data_file(f"toollens/qrels/{split}.tsv")
     qrels: dict[str, dict[str, int]] = {}
@@ -52,7 +64,11 @@ def load_toollens(split: str = "test") -> RetrievalDataset:
         header = next(reader)
         if header != ["query-id", "corpus-id", "score"]:
             raise ValueError(f"{rpath}: header must be 'query-id corpus-id score', got {header}")
-        for lineno, (qid, did, score) in enumerate(reader, 2):
+        for lineno, row in enumerate(reader, 2):
+            if len(row) != 3 or not row[2].strip().lstrip("-").isdigit():
+                raise ValueError(f"{rpath}:{lineno}: expected 'query-id<TAB>corpus-id<TAB>score' with an integer "
+                                 f"score, got {row!r} (a truncated or damaged file?)")
+            qid, did, score = row
             if qid not in texts:
                 raise ValueError(f"{rpath}:{lineno}: query {qid} is not in {qpath.name}")
             if did not in corpus:

@@ -4,6 +4,7 @@
   evaluate --dataset toole-single --retriever bm25 --metrics ndcg@1,ndcg@5,recall@5 [--json]
   datasets                 every dataset with its query and document counts
   compare                  paper value, ours and the difference for every reproduced cell
+  check                    our own numbers against data/expected/<nb>/<profile>.yaml (OK/FAIL per cell)
   fetch [--only NAME ...]  download the raw data files (sha256-checked) into the data directory
   verify                   check every raw data file against data/SOURCES.json
   llm generate ...         fill the LLM response caches (see toolkit.llm.cli)
@@ -152,20 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=_cmd_verify)
 
-    try:
-        from . import compare
-        p = sub.add_parser("compare", help="paper vs ours for every reproduced cell")
-        compare.add_arguments(p)
-        p.set_defaults(func=compare.run)
-    except ImportError:
-        pass
-    try:
-        from .llm import cli as llm_cli
-        p = sub.add_parser("llm", help="LLM generation into the response caches")
-        llm_cli.add_arguments(p)
-        p.set_defaults(func=llm_cli.run)
-    except ImportError:
-        pass
+    from . import check, compare
+    from .llm import cli as llm_cli
+    p = sub.add_parser("compare", help="paper vs ours for every reproduced cell")
+    compare.add_arguments(p)
+    p.set_defaults(func=compare.run)
+
+    p = sub.add_parser("check", help="our own numbers against data/expected/: OK/FAIL per cell")
+    check.add_arguments(p)
+    p.set_defaults(func=check.run)
+
+    p = sub.add_parser("llm", help="LLM generation into the response caches")
+    llm_cli.add_arguments(p)
+    p.set_defaults(func=llm_cli.run)
     return parser
 
 

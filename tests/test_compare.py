@@ -355,7 +355,7 @@ def test_cli_text_and_json(fake_results, capsys):
     assert "BM-25" in out and "match no paper cell" in out
     assert "toolbench-i1" not in out                     # missing cells are only listed with --all
     assert "qwen-0.5b" not in out                        # our own rows are counted, not listed as naming slips
-    assert out.strip().endswith("2 cells reproduced, 1 within tolerance, 48 not reproduced yet, 1 result cells unmatched"
+    assert out.strip().endswith("2 cells produced, of which 1 within tolerance and 1 outside it; 48 not produced yet, 1 result cells unmatched"
                                 ", 1 of our own rows (--all lists them)")
 
     compare.main(["--paper", "toolrerank", "--table", "3"])
@@ -388,7 +388,7 @@ def test_cli_no_results(tmp_path, monkeypatch, capsys):
     compare.main([])
     out = capsys.readouterr().out
     n = len(compare.load_paper_numbers())
-    assert f"0 cells reproduced, 0 within tolerance, {n} not reproduced yet" in out
+    assert f"0 cells produced, of which 0 within tolerance and 0 outside it; {n} not produced yet" in out
 
 
 def test_add_arguments_and_run_as_subcommand(fake_results, capsys):
@@ -398,7 +398,7 @@ def test_add_arguments_and_run_as_subcommand(fake_results, capsys):
     compare.add_arguments(sub.add_parser("compare"))
     args = parser.parse_args(["compare", "--paper", "reinvoke", "--tolerance", "0.1"])
     assert compare.run(args) == 0
-    assert "3 cells reproduced, 3 within tolerance" in capsys.readouterr().out
+    assert "3 cells produced, of which 3 within tolerance and 0 outside it" in capsys.readouterr().out
 
 
 def test_bad_results_json_is_named(tmp_path, monkeypatch):
@@ -438,3 +438,12 @@ def test_paper_table():
     assert len(t) == 15 and set(t["scale"]) == {"percent", "seconds"}
     with pytest.raises(KeyError):
         compare.paper_table("iterative_feedback", "99")
+
+
+def test_results_md_is_what_compare_prints(capsys):
+    """RESULTS.md is generated (`python -m toolkit compare --markdown > RESULTS.md`), never typed."""
+    from toolkit.compare import main
+    from toolkit.paths import REPO
+    assert main(["--markdown"]) == 0
+    assert (REPO / "RESULTS.md").read_text() == capsys.readouterr().out, \
+        "RESULTS.md is stale: python -m toolkit compare --markdown > RESULTS.md"

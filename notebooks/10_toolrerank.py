@@ -446,7 +446,7 @@ rec.extra["claims"] = ours_claims.reset_index().to_dict("records")
 ours_claims.join(paper_claims.add_suffix(" (paper)"))
 
 # %% [markdown]
-# ## Reading (standard run of 2026-11-23; `notes/README_toolrerank.md` has the full version)
+# ## Reading (standard run of 2026-11-23)
 #
 # **Setting.** MiniLM-sized DPR, reranker and classifier, each one CPU epoch over the 9,341 ToolLens training
 # queries (one gold API per query), evaluated on 100 queries per mirror subset. Absolute numbers are not comparable

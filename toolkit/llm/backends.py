@@ -29,7 +29,7 @@ from typing import Any
 from toolkit.llm import models as _models
 from toolkit.llm.base import Answer, LLMError, Request, ServerUnavailable, truncate_at_stop
 
-# Local defaults, measured on 2 shared CPU cores with Qwen2.5-Coder-1.5B (notes/README_llm.md):
+# Local defaults, measured on 2 shared CPU cores with Qwen2.5-Coder-1.5B (toolkit/llm/README.md):
 # reusing the KV cache of the shared prompt prefix is the big win (3.6-4.7x over naive); decoding
 # 4 sequences together gave no measurable gain with 1 thread (3 runs each under load 2-8: 1 slot
 # 13.6-22.9 gen/min, 4 slots 12.9-22.0) and makes greedy outputs depend on batch timing (4-slot

@@ -229,14 +229,19 @@ def test_failed_run_is_marked_and_compare_says_so(tmp_path, monkeypatch, capsys)
     from toolkit.paths import RESULTS
     monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path))
     shutil.copytree(RESULTS / "00_datasets", tmp_path / "00_datasets")
-    monkeypatch.setattr(runner, "run_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("cell 3 failed")))
+    import papermill
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("cell 3 failed")))
     assert runner.run(["00_datasets"], "standard", stream=open("/dev/null", "w")) == 1
     marker = tmp_path / "00_datasets" / "standard.failed"
     assert marker.is_file() and "cell 3 failed" in marker.read_text()
     compare_main(["--notebook", "00_datasets"])
     assert "the last standard run of 00_datasets FAILED" in capsys.readouterr().err
-    monkeypatch.setattr(runner, "run_notebook", lambda *a, **k: tmp_path / "ok.ipynb")
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: None)
     assert runner.run(["00_datasets"], "standard", stream=open("/dev/null", "w")) == 0 and not marker.exists()
+    # a parameter error is not a failed run: nothing executed, nothing marked
+    with pytest.raises(ValueError):
+        runner.run(["00_datasets"], "standard", {"nonsense": 1}, stream=open("/dev/null", "w"))
+    assert not marker.exists()
 
 
 # --- evaluate(): silent zeros become warnings ------------------------------------------------------

@@ -97,8 +97,18 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     # the kernel must import this clone's toolkit
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-    pm.execute_notebook(str(path), str(out), parameters={"profile": profile, **params}, kernel_name="python3",
-                        cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output, request_save_on_cell_execute=False)
+    marker = out.with_suffix(".failed")
+    try:
+        pm.execute_notebook(str(path), str(out), parameters={"profile": profile, **params}, kernel_name="python3",
+                            cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output,
+                            request_save_on_cell_execute=False)
+    except Exception as e:
+        # the executed copy shows the failure; the JSON beside it is the previous good run: mark it
+        # so that whoever reads it (compare) says so
+        msg = str(e).strip().splitlines()
+        marker.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {type(e).__name__}: {msg[-1] if msg else ''}\n")
+        raise
+    marker.unlink(missing_ok=True)
     return out
 
 
@@ -110,19 +120,12 @@ def run(names: list[str], profile: str, params: dict | None = None, stream=sys.s
     for i, name in enumerate(names, 1):
         t = time.time()
         print(f"[{i}/{len(names)}] {name} ({profile}) ...", end=" ", flush=True, file=stream)
-        marker = None
         try:
-            marker = results_dir() / notebook_path(name).stem / f"{profile}.failed"
             out = run_notebook(name, profile, params)
-            marker.unlink(missing_ok=True)
             print(f"ok in {time.time() - t:.1f}s -> {out}", file=stream, flush=True)
         except Exception as e:  # report and go on with the next notebook
             failed += 1
             msg = str(e).strip().splitlines()
-            if marker is not None and marker.parent.is_dir():
-                # the JSON beside it is the previous good run: say so to whoever reads it (compare)
-                marker.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {type(e).__name__}: "
-                                  f"{msg[-1] if msg else ''}\n")
             print(f"FAILED after {time.time() - t:.1f}s: {type(e).__name__}: {msg[-1] if msg else ''}",
                   file=stream, flush=True)
             if isinstance(e, (ValueError, TypeError, FileNotFoundError)) and "parameter" in str(e):

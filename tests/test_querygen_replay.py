@@ -1,0 +1,42 @@
+"""Replaying the committed query-generation caches reproduces the standard run's Table 1 cells with no
+model: every LLM backend is patched to fail if called, the zero-shot and SFT answers come from
+``data/llm_cache/querygen_*`` through the replay backend, and the retrieval is recomputed."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolkit.paths import REPO
+
+STANDARD = REPO / "results" / "40_querygen" / "standard.json"
+pytestmark = pytest.mark.slow
+
+
+def test_replay_reproduces_the_standard_table1(monkeypatch):
+    from toolkit.llm import backends
+    from toolkit.querygen import experiment as E
+    from toolkit.querygen import tables as T
+    from toolkit.querygen.config import config_for
+
+    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
+
+    def no_model(*a, **k):
+        raise AssertionError("the replay test must not call a model")
+    for cls in (backends.LocalGGUFBackend, backends.TransformersBackend, backends.OpenAIBackend):
+        monkeypatch.setattr(cls, "generate", no_model)
+
+    data = json.loads(STANDARD.read_text())
+    cfg = config_for("standard", **data["parameters"].get("overrides", {}))
+    s = E.setup(cfg)
+    s.tests = {n: ds for n, ds in s.tests.items() if n == "querygen-in-domain"}   # one set keeps it quick
+    gens = [g for g in (E.zero_shot(cfg, s), E.sft(cfg, s)) if g.queries]
+    assert gens, "the standard run has no generated rows to replay"
+    values = E.evaluate_conditions(cfg, s, {g.method: g.queries for g in gens})
+    ours = {(r.dataset, r.method, T.paper_metric(r.metric)): r.value for r in T.main_rows(values).itertuples()}
+    recorded = {(c["dataset"], c["method"], c["metric"]): c["value"] for c in data["cells"]
+                if c["paper"] == "querygen" and c["table"] == "1" and c["dataset"] == "querygen-in-domain"
+                and c["method"] in {g.method for g in gens}}
+    assert recorded and set(recorded) <= set(ours)
+    for key, value in recorded.items():
+        assert ours[key] == pytest.approx(value, abs=1e-9), key

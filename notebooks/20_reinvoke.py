@@ -125,6 +125,21 @@ rec.extra["generation_time"] = gen_time.reset_index().to_dict("records")
 gen_time
 
 # %% [markdown]
+# Intent answers that copy one of Fig. 5's own few-shot example intents (e.g. "book a round-trip flight ticket in
+# economy class to Paris next weekend") instead of reading the query: a failure mode of the small model.
+
+# %%
+from IPython.display import Markdown, display  # noqa: E402
+
+copies = pd.DataFrame([E.few_shot_copies(b) for b in bbs]).set_index("backbone")
+rec.extra["few_shot_copies"] = copies.reset_index().to_dict("records")
+display(copies)
+display(Markdown("; ".join(f"**{b}**: {r['with a copied example intent']:,} of {r['answers']:,} intent answers "
+                           f"({r['with a copied example intent'] / max(r['answers'], 1):.1%}) copy an example intent, "
+                           f"the most repeated such answer {r['most repeated copied answer']} times"
+                           for b, r in copies.iterrows()) + "."))
+
+# %% [markdown]
 # ## Runs
 #
 # Every computable condition (Tables 1/6 for both retrievers and every backbone, Table 3 for the dense retriever

@@ -239,3 +239,12 @@ def test_parsers_never_execute_anything():
     evil = "__import__('os').system('echo pwned')\n{'a': __import__('os')}"
     assert P.parse_intents(evil)[0].startswith("__import__")     # returned as text, nothing evaluated
     assert P.parse_hyde_document(evil).startswith("{'a'")
+
+
+def test_copies_of_the_fig5_examples_are_detected():
+    from toolkit.llm.parsers import copied_examples, few_shot_intent_lines
+    ex = few_shot_intent_lines()
+    assert "book a round trip flight ticket in economy class to paris next weekend" in ex and len(ex) == 5
+    got = copied_examples(["Book a round-trip flight ticket in economy class to Paris next weekend.",
+                           "find the weather in Rome"])
+    assert got == ["Book a round-trip flight ticket in economy class to Paris next weekend."]

@@ -115,6 +115,29 @@ def parse_intents(text: str, max_items: int | None = None) -> list[str]:
     return parse_lines(text, max_items=max_items, stop_prefixes=("Query:", "****", "**Query"))
 
 
+def _norm_line(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
+
+
+def few_shot_intent_lines() -> set[str]:
+    """The intents of Re-Invoke Fig. 5's own examples (normalized), read from the template."""
+    from toolkit.llm.prompts import REINVOKE_INTENT
+    body = REINVOKE_INTENT.text.split("****Example****", 1)[1].split("****Begin!****", 1)[0]
+    lines = set()
+    for block in body.split("Intent:")[1:]:
+        for ln in block.split("Query:")[0].strip().splitlines():
+            if ln.strip():
+                lines.add(_norm_line(ln))
+    return lines
+
+
+def copied_examples(intents: list[str], examples: set[str] | None = None) -> list[str]:
+    """The intents that are copies of the prompt's few-shot examples (a small model's failure mode:
+    it repeats "book a round-trip flight ticket ... to Paris" whatever the query)."""
+    examples = few_shot_intent_lines() if examples is None else examples
+    return [i for i in intents if _norm_line(i) in examples]
+
+
 def intents_or_query(text: str, query: str) -> list[str]:
     """The parsed intents, or the query itself when the answer has none (so retrieval never
     receives an empty intent list)."""

@@ -136,6 +136,21 @@ def generation_time(backbone: str, tasks=("intents", "synthetic-queries", "hyde"
     return pd.DataFrame(rows).set_index(["task", "backbone"])
 
 
+def few_shot_copies(backbone: str) -> dict:
+    """How often the intent extractor copied Fig. 5's own example intents: answers in the cache with at
+    least one intent that is (after normalization) one of the five example lines, and how often the
+    most repeated such answer occurs."""
+    from collections import Counter
+
+    from toolkit.llm.parsers import copied_examples, parse_intents
+    cache = G.client("intents", "standard", model=backbone).cache()
+    cache.refresh()
+    answers = [a["text"] for a in cache.answers()]
+    copies = [a for a in answers if copied_examples(parse_intents(a))]
+    return {"backbone": backbone, "answers": len(answers), "with a copied example intent": len(copies),
+            "most repeated copied answer": Counter(copies).most_common(1)[0][1] if copies else 0}
+
+
 # ---------------------------------------------------------------------------------------------
 # conditions
 # ---------------------------------------------------------------------------------------------

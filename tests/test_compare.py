@@ -447,3 +447,27 @@ def test_results_md_is_what_compare_prints(capsys):
     assert main(["--markdown"]) == 0
     assert (REPO / "RESULTS.md").read_text() == capsys.readouterr().out, \
         "RESULTS.md is stale: python -m toolkit compare --markdown > RESULTS.md"
+
+
+def test_every_paper_has_an_owning_notebook_that_exists():
+    from toolkit.compare import load_paper_numbers, owner_of, owners
+    from toolkit.paths import NOTEBOOKS
+    own = owners()
+    for paper, table in set(zip(load_paper_numbers()["paper"], load_paper_numbers()["table"])):
+        nb = owner_of(own, paper, table)
+        assert nb and (NOTEBOOKS / f"{nb}.py").is_file(), f"{paper} table {table}: no owning notebook ({nb})"
+
+
+def test_the_owner_wins_when_two_notebooks_record_one_key(tmp_path):
+    """01_baselines sorts first by name, but 30_feedback owns the feedback paper's tables."""
+    import json
+
+    from toolkit.compare import compare
+    cell = {"paper": "iterative_feedback", "table": "2", "dataset": "toolbench-i2", "method": "BM25",
+            "metric": "ndcg@1", "n_queries": 230}
+    for nb, value in (("01_baselines", 0.50), ("30_feedback", 0.25)):
+        (tmp_path / nb).mkdir()
+        (tmp_path / nb / "standard.json").write_text(json.dumps({"notebook": nb, "cells": [{**cell, "value": value}]}))
+    df = compare(paper="iterative_feedback", table="2", results_dir=tmp_path)
+    row = df[(df.dataset == "toolbench-i2") & (df.method == "BM25") & (df.metric == "ndcg@1")].iloc[0]
+    assert row.notebook == "30_feedback" and row.ours == 0.25 and row.also_in == "01_baselines"

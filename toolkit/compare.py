@@ -379,10 +379,11 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     if table is not None:
         P = P[P["table"] == str(table)]
         R = R[R["table"] == str(table)]
-    # a cell produced by several notebooks: keep the paper's own notebook (its name contains the
-    # paper key, e.g. 20_reinvoke for reinvoke) so that a table's baseline rows come from the same
-    # corpus and settings as its method rows; otherwise the first by name. Name the others.
-    R = (R.assign(_own=[p in nb for p, nb in zip(R["paper"], R["notebook"])])
+    # a cell produced by several notebooks: keep the table's owning notebook (data/owners.yaml) so
+    # that a table's baseline rows come from the same corpus and settings as its method rows;
+    # otherwise the first by name. Name the others.
+    owner = owners()
+    R = (R.assign(_own=[owner_of(owner, p, t) == nb for p, t, nb in zip(R["paper"], R["table"], R["notebook"])])
           .sort_values(["_own", "notebook"], ascending=[False, True], kind="stable").drop(columns="_own"))
     R["also_in"] = None
     dup = R.duplicated(KEY, keep="first")
@@ -418,6 +419,25 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     order = merged["_order"].fillna(len(P) + 1).to_numpy()
     out = out.iloc[sorted(range(len(out)), key=lambda i: (order[i], i))].reset_index(drop=True)
     return out[COMPARE_COLUMNS]
+
+
+OWNERS = paths.PROJECT_DATA / "owners.yaml"
+
+
+def owners(path: Path | None = None) -> dict:
+    """``{paper: {"default": notebook, "<table>": notebook}}`` from ``data/owners.yaml``."""
+    import yaml
+    path = Path(path or OWNERS)
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for paper, spec in doc.items():
+        if not isinstance(spec, dict) or "default" not in spec:
+            raise PaperNumbersError(f"{path}: {paper!r} needs a mapping with a 'default' notebook")
+    return doc
+
+
+def owner_of(owner: dict, paper: str, table: str | None) -> str | None:
+    spec = owner.get(paper) or {}
+    return spec.get(str(table), spec.get("default"))
 
 
 def summarize(df: pd.DataFrame) -> dict:

@@ -35,8 +35,7 @@ DATASETS: dict[str, tuple[Callable[..., RetrievalDataset], str]] = {
 for _g in STABLE_GROUPS:
     _n = "toolbench-" + _g.lower().replace("_", "-")
     DATASETS[_n] = (_toolbench([f"stable/{_g}"], _n), f"StableToolBench solvable {_g} queries")
-for _i, _groups in {"i1": ["G1_instruction", "G1_tool", "G1_category"],
-                    "i2": ["G2_instruction", "G2_category"], "i3": ["G3_instruction"]}.items():
+for _i, _groups in {"i1": list(STABLE_GROUPS[:3]), "i2": list(STABLE_GROUPS[3:5]), "i3": list(STABLE_GROUPS[5:])}.items():
     DATASETS[f"toolbench-{_i}"] = (_toolbench([f"stable/{g}" for g in _groups], f"toolbench-{_i}"),
                                    f"StableToolBench {'+'.join(_groups)} (Re-Invoke's {_i.upper()})")
 DATASETS["toolbench-all"] = (_toolbench([f"stable/{g}" for g in STABLE_GROUPS], "toolbench-all"),

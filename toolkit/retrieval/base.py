@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-Run = dict[str, dict[str, float]]
+from toolkit.data.contract import Run  # one Run type: the data contract's
 
 
 def topk_indices(scores: np.ndarray, k: int) -> list[np.ndarray]:

@@ -19,6 +19,7 @@ from .classifier import QueryClassifier, classifier_examples, train_classifier
 from .dual_encoder import positive_pairs, train_dual_encoder
 from .reranker import Reranker, sample_reranker_pairs, train_cross_encoder
 from .splits import SeenUnseenSplit, seen_tools, tool_id
+from toolkit.data import STABLE_GROUPS
 from toolkit.training import model_dir, set_threads, write_stats
 
 
@@ -310,7 +311,7 @@ def transfer_sets(n_per_group: int, corpus: str = "pool", seed: int = 0, sample_
     for g in TRANSFER_GROUPS:
         ds = load_dataset(f"toolbench-{g}", corpus=corpus).sample(n_per_group or None, seed=seed)
         if sample_pools_only:
-            group = {x.lower().replace("_", "-"): x for x in INSTRUCTION_FILES_GROUPS}[g]
+            group = {x.lower().replace("_", "-"): x for x in STABLE_GROUPS}[g]
             _, _, pools = instruction_queries(read_instruction_file(data_file(INSTRUCTION_FILES[f"stable/{group}"])),
                                               group)
             keep = {d for q in ds.queries for d in pools[q]}
@@ -318,10 +319,6 @@ def transfer_sets(n_per_group: int, corpus: str = "pool", seed: int = 0, sample_
                                   ds.qrels, ds.description + "; corpus = the sampled queries' pools")
         out[f"toolbench-{g}"] = ds
     return out
-
-
-INSTRUCTION_FILES_GROUPS = ["G1_instruction", "G1_tool", "G1_category", "G2_instruction", "G2_category",
-                            "G3_instruction"]
 
 
 def prescore(datasets: dict[str, RetrievalDataset], models: Models, setup: Setup, depth: int = 50, chunk: int = 20,

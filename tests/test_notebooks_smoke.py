@@ -1,0 +1,38 @@
+"""Notebook tests in the style of microsoft/recommenders: run a notebook's smoke profile through the
+runner (papermill), read the ``results/<nb>/smoke.json`` it wrote, and assert key cells. The expected
+numbers are this suite's own smoke values (also in data/expected/<nb>/smoke.yaml), not the papers'."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.notebook]
+
+
+def _smoke(nb, tmp_path, monkeypatch):
+    from toolkit import runner
+    monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path))
+    monkeypatch.setenv("TOOLKIT_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
+    runner.run_notebook(nb, "smoke")
+    cells = json.loads((tmp_path / nb / "smoke.json").read_text())["cells"]
+    return {(c["table"], c["dataset"], c["method"], c["metric"]): c for c in cells}
+
+
+def test_30_feedback_smoke(tmp_path, monkeypatch):
+    c = _smoke("30_feedback", tmp_path, monkeypatch)
+    assert c["1", "toolbench-all", "train", "queries"]["value"] == 16893          # ToolLens train
+    assert c["1", "ultratool", "test", "queries"]["value"] == 1000
+    bm25 = c["2", "toolbench-i2", "BM25", "ndcg@5"]
+    assert bm25["value"] == pytest.approx(0.6146, abs=1e-3) and bm25["n_queries"] == 20
+    assert c["2", "toolbench-i2", "Ada Embedding", "ndcg@5"]["value"] == pytest.approx(0.5242, abs=1e-3)
+
+
+def test_40_querygen_smoke(tmp_path, monkeypatch):
+    c = _smoke("40_querygen", tmp_path, monkeypatch)
+    utt = c["1", "querygen-in-domain", "Utterance", "recall@5"]
+    assert utt["value"] == pytest.approx(0.3198, abs=1e-3) and utt["n_queries"] == 774
+    assert c["1", "querygen-in-domain", "Utterance (LLM sample)", "recall@5"]["value"] == pytest.approx(0.4167, abs=1e-3)
+    zs = c["1", "querygen-in-domain", "Zero-Shot", "recall@5"]
+    assert zs["n_queries"] == 12 and 0 <= zs["value"] <= 1

@@ -2,6 +2,7 @@
 
     python -m toolkit.querygen zeroshot [--profile standard] [--model qwen-1.5b]
     python -m toolkit.querygen sft      [--profile standard]
+    python -m toolkit.querygen align    [--profile standard]
 
 Sizes, temperatures, models and training settings come from the notebook's own configuration
 (:func:`toolkit.querygen.config.config_for`), so what these commands write is what
@@ -101,6 +102,56 @@ def cmd_sft(args, cfg) -> int:
     return 0
 
 
+def cmd_align(args, cfg) -> int:
+    """Algorithm 1 from the base generator (not from SFT): each iteration's drafts come from the previous
+    iteration's model exported to GGUF (``querygen-align-<tag>-it<t>.gguf``: the cache keys on that name);
+    after each iteration its test answers are generated at ``--eval-temperature`` for Figure 4."""
+    from toolkit.llm.models import gguf_path
+    from toolkit.paths import cache_dir
+    from toolkit.querygen import sft
+    from toolkit.querygen.alignment import align
+    from toolkit.querygen.experiment import ALIGN_NAMESPACE
+    from toolkit.querygen.export import export_gguf
+    split = make_split(cfg.split)
+    a = cfg.align
+    train = nested_sample(split.train, a.train_size, seed=cfg.sample_seed)
+    root = cache_dir() / "querygen" / "models"
+    work = root / f"align-{a.tag()}"
+    base = sft.base_model_dir(cfg.generator_base)
+    index = QueryIndex(split.corpus, cfg.encoder)
+
+    def gguf_for(model_dir, model_id):
+        if str(model_dir) == str(base):
+            return gguf_path(cfg.generator_base)          # iteration 0 samples from the shipped base GGUF
+        out = root / f"{model_id}.gguf"
+        if not out.is_file():
+            lm, _ = sft.load(model_dir)
+            export_gguf(lm, gguf_path(cfg.generator_base), out, name=model_id)
+        return out
+
+    def make_client(model_dir, model_id):
+        return _client(str(gguf_for(model_dir, model_id)), "local", ALIGN_NAMESPACE, args.threads, args.parallel)
+
+    def train_fn(model_dir, examples, out_dir):
+        log = sft.train(model_dir, examples, out_dir, cfg.sft)
+        _log(f"{out_dir.name}: {len(examples)} kept drafts, {log['seconds']:.0f}s, {log['tokens_per_s']} tokens/s")
+
+    history = align(base, train, index, a, work, make_client, train_fn, restrict=split.in_domain_docs, log=_log)
+    from toolkit.llm.client import default_cache_root
+    dest = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{a.tag()}.history.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(history, indent=1))
+    for t in range(1, a.iterations + 1):
+        model_id = f"querygen-align-{a.tag()}-it{t}"
+        with make_client(work / f"it{t}", model_id) as llm:
+            for ds in (split.test_in, split.test_out):
+                sample = nested_sample(ds, cfg.test_requests, seed=cfg.sample_seed)
+                gen.generate_queries(sample.query_texts(), llm, args.eval_temperature, namespace=ALIGN_NAMESPACE,
+                                     desc=f"it{t} {ds.name}")
+    _log(f"alignment history -> {dest}")
+    return 0
+
+
 def _positive(text: str) -> int:
     v = int(text)
     if v < 1:
@@ -112,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolkit.querygen", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in (("zeroshot", "zero-shot answers: dev temperature grid, calibration, test samples"),
-                        ("sft", "fine-tune the generator, export it to GGUF, then as zeroshot")):
+                        ("sft", "fine-tune the generator, export it to GGUF, then as zeroshot"),
+                        ("align", "alignment by rejection sampling (Algorithm 1), then test answers per iteration")):
         c = sub.add_parser(name, help=help_)
         c.add_argument("--profile", default="standard", choices=("smoke", "standard", "paper"))
         c.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -120,13 +172,16 @@ def main(argv: list[str] | None = None) -> int:
         c.add_argument("--backend", default=None)
         c.add_argument("--threads", type=_positive, default=2)
         c.add_argument("--parallel", type=_positive, default=None, help="slots (default: the backend's, 1 on 2 threads)")
+        if name == "align":
+            c.add_argument("--eval-temperature", type=float, default=0.0,
+                           help="temperature of each iteration's test answers (Figure 4; default greedy)")
         if name == "zeroshot":
             c.add_argument("--model", default=None, help="default: the config's zero_shot_model")
             c.add_argument("--kind", default="description", choices=sorted(gen.TASKS))
     args = p.parse_args(argv)
     from toolkit.runner import parse_param
     cfg = config_for(args.profile, **dict(parse_param(s) for s in args.set))
-    return {"zeroshot": cmd_zeroshot, "sft": cmd_sft}[args.command](args, cfg)
+    return {"zeroshot": cmd_zeroshot, "sft": cmd_sft, "align": cmd_align}[args.command](args, cfg)
 
 
 if __name__ == "__main__":

@@ -149,7 +149,7 @@ def drafts_for(llm, requests: Mapping[str, str], n: int, temperature: float, kin
     qids = list(requests)
     prompts = task.prompts_for(requests[q] for q in qids)
     if partial:
-        cache = llm.cache(task.namespace)
+        cache = llm.cache()                        # the client's own namespace (alignment drafts)
         cache.refresh()
         out = {}
         for q, p in zip(qids, prompts):
@@ -157,7 +157,7 @@ def drafts_for(llm, requests: Mapping[str, str], n: int, temperature: float, kin
             if all(g is not None for g in got):
                 out[q] = [task.parse(g.text) for g in got]
         return out
-    answers = llm.generate(prompts, n=n, sampling=s, namespace=task.namespace, desc=f"drafts T={temperature}")
+    answers = llm.generate(prompts, n=n, sampling=s, desc=f"drafts T={temperature}")
     return {q: [task.parse(a) for a in per] for q, per in zip(qids, answers)}
 
 

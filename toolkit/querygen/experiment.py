@@ -53,6 +53,7 @@ class Generated:
 
 
 SFT_NAMESPACE = "querygen_sft"
+ALIGN_NAMESPACE = "querygen_align"
 
 
 def sft_model_id(cfg: QuerygenConfig) -> str:

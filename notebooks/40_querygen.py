@@ -86,6 +86,8 @@ rec.extra["calibration"] = {m: {"scores": {str(k): v for k, v in c["scores"].ite
                                 "n": {str(k): v for k, v in c["n"].items()}} for m, c in calibrations.items()}
 for m, c in calibrations.items():
     for temp, v in c["scores"].items():
+        if c["n"][temp] < len(s.dev.queries):
+            continue                     # a temperature still being generated is listed as pending, not scored
         rec.add(paper="querygen", table="A.1", dataset="querygen-dev", method=f"{m} T={temp}", metric="recall@5",
                 value=v, n_queries=c["n"][temp], note="temperature calibration (values lost in the paper)",
                 ours_only=True)

@@ -24,6 +24,8 @@
 #   printed cut-off) and MMRR/MAP are computed at it.
 # - **Models.** Zero-shot: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp on the CPU) in place of LLaMA-13B. SFT and
 #   alignment: Qwen2.5-Coder-0.5B-Instruct fine-tuned on 2 CPU cores, in place of a 13B model on GPUs.
+# - **Uncalibrated rows.** While a generator's temperature grid is not complete on the dev sample, its test rows use
+#   `uncalibrated_temperature` (greedy) and say so in their note; the grid and the calibrated rows come with the cache.
 # - **Sample sizes.** The LLM rows use a seeded, nested sample of `test_requests` requests per test set (standard:
 #   200); the utterance baseline is given on the whole set and on that sample.
 # - **Index text.** ToolBench descriptions are often a few words, so each API is indexed as
@@ -139,8 +141,8 @@ methods = {g.method: g.queries for g in generators if g.queries}
 values = E.evaluate_conditions(cfg, s, methods)
 stage_s["retrieve + evaluate"] = time.perf_counter() - t
 notes = {"Zero-Shot": f"{cfg.zero_shot_model}, T={zs.temperature}, n={cfg.test_requests} sample",
-         "SFT": f"{cfg.generator_base} fine-tuned on {cfg.sft_train_requests} requests, T={ft.temperature}, "
-                f"n={cfg.test_requests} sample",
+         "SFT": f"{cfg.generator_base} fine-tuned on {cfg.sft_train_requests} requests, T={ft.temperature}"
+                f"{'' if ft.calibrated else ' (uncalibrated: dev grid incomplete)'}, n={cfg.test_requests} sample",
          "Utterance": "mpnet over API descriptions; whole test set"}
 T.record(rec, values, notes)
 side_by_side(rec, "querygen", "1")
@@ -202,8 +204,10 @@ claim = (f"The paper finds zero-shot generation *below* the utterance in-domain 
          f"({pn['querygen-out-of-domain', 'Zero-Shot']:.3f} vs {pn['querygen-out-of-domain', 'Utterance']:.3f}), "
          f"SFT best in-domain ({pn['querygen-in-domain', 'SFT']:.3f}) and alignment best out-of-domain "
          f"({pn['querygen-out-of-domain', 'Alignment']:.3f}).")
-cal_lines = [f"{g.method} calibration picked T = {g.temperature}" if g.temperature is not None
-             else f"{g.method} calibration is incomplete (see pending)" for g in generators]
+cal_lines = [f"{g.method} calibration picked T = {g.temperature}" if g.calibrated
+             else f"{g.method} calibration is incomplete (see pending)"
+             + (f"; its rows use T = {g.temperature} meanwhile" if g.temperature is not None and g.queries else "")
+             for g in generators]
 display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(cal_lines) + "."))
 
 # %%

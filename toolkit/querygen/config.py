@@ -24,6 +24,8 @@ class QuerygenConfig:
     test_requests: int | None = 200        # requests per test set given to the LLM methods (None: all)
     sample_seed: int = 0
     temperatures: tuple[float, ...] = (0.0, 0.3, 0.6, 0.9)
+    uncalibrated_temperature: float | None = 0.0   # while a method's calibration grid is incomplete, its test
+                                                   # rows use this temperature's answers, labelled as uncalibrated
     zero_shot_model: str = "qwen-1.5b"     # in place of LLaMA-13B (§3.1)
     generator_base: str = "qwen-0.5b"      # SFT and alignment start here (in place of a 13B model)
     sft: SFTConfig = SFTConfig()
@@ -88,7 +90,7 @@ def config_for(profile: str, **overrides) -> QuerygenConfig:
         default = getattr(base, name)
         if isinstance(default, tuple) and isinstance(value, list):
             overrides[name] = value = tuple(value)
-        ok = value is None and name in ("dev_requests", "test_requests", "sft_train_requests")
+        ok = value is None and name in ("dev_requests", "test_requests", "sft_train_requests", "uncalibrated_temperature")
         ok = ok or isinstance(value, type(default)) and not (isinstance(value, bool) != isinstance(default, bool))
         ok = ok or (isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool))
         ok = ok or (default is None and isinstance(value, int))

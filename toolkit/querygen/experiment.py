@@ -50,6 +50,7 @@ class Generated:
     temperature: float | None
     queries: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     pending: list[dict] = field(default_factory=list)
+    calibrated: bool = True             # False: the test rows use cfg.uncalibrated_temperature
 
 
 SFT_NAMESPACE = "querygen_sft"
@@ -87,12 +88,14 @@ def calibrated(cfg: QuerygenConfig, s: Setup, llm, method: str, kind: str = "des
         if n < len(s.dev.queries):
             g.pending.append({"method": method, "set": f"dev T={t}", "cached": n, "needed": len(s.dev.queries)})
     if any(n < len(s.dev.queries) for n in cal["n"].values()):
-        # calibration is not final until every temperature is scored on every dev request
-        g.temperature = None
-        for name, ds in s.llm_tests.items():
-            g.pending.append({"method": method, "set": name, "cached": 0, "needed": len(ds.queries),
-                              "why": "calibration incomplete"})
-        return g
+        # calibration is not final until every temperature is scored on every dev request; meanwhile the
+        # test rows may use the configured fallback temperature, labelled as such
+        g.temperature, g.calibrated = cfg.uncalibrated_temperature, False
+        if g.temperature is None:
+            for name, ds in s.llm_tests.items():
+                g.pending.append({"method": method, "set": name, "cached": 0, "needed": len(ds.queries),
+                                  "why": "calibration incomplete"})
+            return g
     for name, ds in s.llm_tests.items():
         got = gen.generate_queries(ds.query_texts(), llm, g.temperature, kind=kind, partial=not live,
                                    namespace=namespace)

@@ -30,7 +30,7 @@ def main() -> int:
         ap.error("--n must be >= 1")
 
     from toolkit.data import load_dataset
-    from toolkit.feedback.round import FeedbackConfig, feedback_round, feedback_round_independent
+    from toolkit.feedback.round import NAMESPACE, FeedbackConfig, feedback_round, feedback_round_independent
     from toolkit.llm.client import get_client
     from toolkit.retrieval import build_retriever, retrieve
 
@@ -48,7 +48,7 @@ def main() -> int:
                 t0 = time.perf_counter()
                 out.append(fn(llm, q.text, docs, cfg))
                 secs.append(time.perf_counter() - t0)
-            ans = list(llm.cache("bench").answers())
+            ans = list(llm.cache(NAMESPACE).answers())          # the rounds' answers (not the warm-up's)
             rows[name] = {"median s/round": statistics.median(secs), "total s": sum(secs),
                           "tokens out": sum(a.get("ntok") or 0 for a in ans), "refined": out}
     a, b = rows["multi-turn chat"], rows["three independent calls"]

@@ -2,6 +2,8 @@
 all without an LLM (echo backend, a stub tokenizer and a tiny random Qwen2)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from toolkit.data.contract import Document, Query, RetrievalDataset
@@ -291,8 +293,26 @@ def test_align_samples_from_the_latest_model_and_trains_on_kept_drafts(tmp_path)
         trained.append((str(model_dir), sorted((e.qid, e.target) for e in examples), str(out_dir)))
 
     cfg = AlignConfig(iterations=2, n_drafts=2, temperature=0.7, train_size=None)
-    hist = align(tmp_path / "base", ds, idx, cfg, tmp_path / "work", make_client, train_fn, log=None)
+    seen = []
+    hist = align(tmp_path / "base", ds, idx, cfg, tmp_path / "work", make_client, train_fn, log=None,
+                 on_iteration=lambda h, d, m: seen.append((len(h), str(d), m)))
     assert used_ids == [f"querygen-align-{cfg.tag()}-it0", f"querygen-align-{cfg.tag()}-it1"]
+    # after each iteration, with the history so far and the model just trained
+    assert seen == [(1, str(tmp_path / "work" / "it1"), f"querygen-align-{cfg.tag()}-it1"),
+                    (2, str(tmp_path / "work" / "it2"), f"querygen-align-{cfg.tag()}-it2")]
+    assert hist[0]["drafts_generated"] == 4 and hist[0]["drafts_per_s"] > 0
     assert trained[0][1] == [("q1", "GOLD-d2"), ("q2", "GOLD-d3")]          # only the rewarded drafts
     assert trained[1][0] == str(tmp_path / "work" / "it1")                   # iteration 2 starts from it1
     assert [h["kept"] for h in hist] == [2, 2] and hist[0]["best_mean"] == pytest.approx(1.0)
+
+
+def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure(tmp_path):
+    from toolkit.querygen.__main__ import _keep_measured
+    path = tmp_path / "h.json"
+    first = [{"iteration": 1, "drafts_generated": 1500, "draft_seconds": 4000.0, "drafts_per_s": 0.375, "kept": 290}]
+    path.write_text(json.dumps({"history": first}))
+    replayed = [{"iteration": 1, "drafts_generated": 0, "draft_seconds": 2.0, "drafts_per_s": None, "kept": 290},
+                {"iteration": 2, "drafts_generated": 1500, "draft_seconds": 2000.0, "drafts_per_s": 0.75, "kept": 295}]
+    out = _keep_measured(path, replayed)
+    assert out[0]["draft_seconds"] == 4000.0 and out[0]["drafts_per_s"] == 0.375
+    assert out[1] == replayed[1]

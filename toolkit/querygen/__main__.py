@@ -106,6 +106,8 @@ def cmd_align(args, cfg) -> int:
     """Algorithm 1 from the base generator (not from SFT): each iteration's drafts come from the previous
     iteration's model exported to GGUF (``querygen-align-<tag>-it<t>.gguf``: the cache keys on that name);
     after each iteration its test answers are generated at ``--eval-temperature`` for Figure 4."""
+    from dataclasses import asdict
+
     from toolkit.llm.models import gguf_path
     from toolkit.paths import cache_dir
     from toolkit.querygen import sft
@@ -135,21 +137,39 @@ def cmd_align(args, cfg) -> int:
     def train_fn(model_dir, examples, out_dir):
         log = sft.train(model_dir, examples, out_dir, cfg.sft)
         _log(f"{out_dir.name}: {len(examples)} kept drafts, {log['seconds']:.0f}s, {log['tokens_per_s']} tokens/s")
+        return log
 
-    history = align(base, train, index, a, work, make_client, train_fn, restrict=split.in_domain_docs, log=_log)
     from toolkit.llm.client import default_cache_root
     dest = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{a.tag()}.history.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(json.dumps(history, indent=1))
-    for t in range(1, a.iterations + 1):
-        model_id = f"querygen-align-{a.tag()}-it{t}"
-        with make_client(work / f"it{t}", model_id) as llm:
+
+    def on_iteration(history, model_dir, model_id):
+        # the history first (committed as it grows), then this iteration's test answers (Figure 4)
+        dest.write_text(json.dumps({"config": asdict(a), "history": _keep_measured(dest, history)}, indent=1))
+        with make_client(model_dir, model_id) as llm:
             for ds in (split.test_in, split.test_out):
                 sample = nested_sample(ds, cfg.test_requests, seed=cfg.sample_seed)
                 gen.generate_queries(sample.query_texts(), llm, args.eval_temperature, namespace=ALIGN_NAMESPACE,
-                                     desc=f"it{t} {ds.name}")
+                                     desc=f"{model_id} {ds.name}")
+        _log(f"{model_id}: test answers done")
+
+    align(base, train, index, a, work, make_client, train_fn, restrict=split.in_domain_docs, log=_log,
+          on_iteration=on_iteration)
     _log(f"alignment history -> {dest}")
     return 0
+
+
+def _keep_measured(path, history: list[dict]) -> list[dict]:
+    """``history`` with the draft timings of an earlier run kept where this run replayed its drafts
+    from the cache (a resumed run measures nothing for the drafts it did not generate)."""
+    old = {r["iteration"]: r for r in json.loads(path.read_text())["history"]} if path.is_file() else {}
+    out = []
+    for rec in history:
+        prev = old.get(rec["iteration"], {})
+        if prev.get("drafts_generated", 0) > rec.get("drafts_generated", 0):
+            rec = {**rec, **{k: prev[k] for k in ("drafts_generated", "draft_seconds", "drafts_per_s") if k in prev}}
+        out.append(rec)
+    return out
 
 
 def _positive(text: str) -> int:

@@ -120,7 +120,8 @@ class AlignConfig:
     temperature: float = 1.0        # "a typical temperature" (App. A.3; value lost)
     reward: str = "mmrr"
     filter: FilterConfig = FilterConfig()
-    train_size: int | None = 1000   # training requests per iteration (seeded, nested); None = all
+    train_size: int | None = 300    # training requests per iteration (seeded, nested); None = all. CPU budget:
+                                    # 300 x 5 drafts ~ 30 min, one epoch on the kept drafts ~ 15 min
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -162,12 +163,17 @@ def drafts_for(llm, requests: Mapping[str, str], n: int, temperature: float, kin
 
 
 def align(base_dir, train_ds, index, cfg: AlignConfig, work_dir, make_client, train_fn,
-          restrict: set[str] | None = None, kind: str = "description", log=print) -> list[dict]:
+          restrict: set[str] | None = None, kind: str = "description", log=print,
+          on_iteration=None) -> list[dict]:
     """Algorithm 1. ``make_client(model_dir, model_id)`` gives an LLM client for a model directory;
     ``train_fn(model_dir, examples, out_dir)`` fine-tunes one epoch and saves to ``out_dir``.
     Iteration t samples from the model of iteration t-1 (the base model for t = 1) and writes
     ``work_dir/it<t>``; a finished iteration's directory is reused, so the loop resumes.
-    Returns one record per iteration: model id, reward distribution, drafts kept."""
+    ``on_iteration(history, model_dir, model_id)`` runs after each iteration (the command saves the
+    history and generates that iteration's test answers there, so a stopped run keeps its progress).
+    Returns one record per iteration: model id, reward distribution, drafts kept, stage timings
+    (``draft_seconds`` counts only drafts generated in this call, not those replayed from the cache)."""
+    import time
     from pathlib import Path
 
     from toolkit.querygen.generation import task_for
@@ -177,17 +183,26 @@ def align(base_dir, train_ds, index, cfg: AlignConfig, work_dir, make_client, tr
     model_dir, model_id = Path(base_dir), f"querygen-align-{cfg.tag()}-it0"
     history = []
     for t in range(1, cfg.iterations + 1):
+        t0 = time.time()
         with make_client(model_dir, model_id) as llm:
             drafts = drafts_for(llm, texts, cfg.n_drafts, cfg.temperature, kind)
+            generated = int(llm.stats.get("generated", 0))
+        draft_seconds = time.time() - t0
         rewards = draft_rewards(drafts, index, train_ds.qrels, texts, cfg.reward, restrict=restrict)
         kept = filter_drafts(rewards, cfg.filter)
         examples = [Example(q, task.build(texts[q]), "\n".join(drafts[q][j])) for q, j in kept if drafts[q][j]]
         out = Path(work_dir) / f"it{t}"
-        train_fn(model_dir, examples, out)
-        rec = {"iteration": t, "sampled_from": model_id, "kept": len(examples), **reward_summary(rewards)}
+        train_log = train_fn(model_dir, examples, out) or {}
+        rec = {"iteration": t, "sampled_from": model_id, "kept": len(examples), **reward_summary(rewards),
+               "drafts_generated": generated, "draft_seconds": round(draft_seconds, 1),
+               "drafts_per_s": round(generated / draft_seconds, 3) if generated else None,
+               **{f"train_{k}": train_log[k] for k in ("seconds", "tokens", "tokens_per_s", "final_loss", "steps")
+                  if k in train_log}}
         history.append(rec)
         if log:
             log(f"[align] iteration {t}: mean reward {rec['mean']:.3f}, best-draft mean {rec['best_mean']:.3f}, "
                 f"{len(examples)} drafts kept")
         model_dir, model_id = out, f"querygen-align-{cfg.tag()}-it{t}"
+        if on_iteration:
+            on_iteration(history, model_dir, model_id)
     return history

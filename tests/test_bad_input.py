@@ -177,14 +177,14 @@ def test_evaluate_rejects_bad_limits(argv, needle, capsys):
 
 def test_retriever_parameter_of_the_wrong_type_is_named(capsys):
     assert _cli("evaluate", "--dataset", "toole-multi", "--retriever", "bm25", "-r", "k1=abc") == 2
-    assert "-r k1= must be float" in capsys.readouterr().err
+    assert "retriever 'bm25': parameter 'k1' must be float" in capsys.readouterr().err
 
 
 # --- the LLM command line and cache names ---------------------------------------------------------
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--limit", "0"], "--limit: must be >= 1"), (["--limit", "-2"], "--limit: must be >= 1"),
-    (["--offset", "-5"], "--offset: must be >= 0"), (["--n", "0"], "--n: must be >= 1"),
+    (["--limit", "0"], "--limit: must be a positive integer"), (["--limit", "-2"], "--limit: must be a positive integer"),
+    (["--offset", "-5"], "--offset: must be an integer >= 0"), (["--n", "0"], "--n: must be a positive integer"),
 ])
 def test_llm_generate_rejects_bad_counts(argv, needle, capsys):
     from toolkit.llm import cli

@@ -8,7 +8,7 @@ import pytest
 
 from toolkit.data.contract import Document, Query, RetrievalDataset
 from toolkit.querygen import generation as gen
-from toolkit.querygen.data import SplitConfig, api_description, api_fields, check_no_contamination, nested_sample
+from toolkit.querygen.data import SplitConfig, api_description, api_fields, check_no_contamination
 from toolkit.querygen.retrieval import QueryIndex, interleave, query_sets
 
 
@@ -106,11 +106,11 @@ def test_api_description_keeps_tool_api_and_description():
 
 
 def test_nested_sample_grows_without_losing_members(split):
-    small, large = nested_sample(split.test_out, 50, seed=3), nested_sample(split.test_out, 120, seed=3)
+    small, large = split.test_out.nested_sample(50, seed=3), split.test_out.nested_sample(120, seed=3)
     assert len(small.queries) == 50 and set(small.queries) <= set(large.queries)
-    assert nested_sample(split.test_out, None) is split.test_out
+    assert split.test_out.nested_sample(None) is split.test_out
     with pytest.raises(ValueError, match="sample size"):
-        nested_sample(split.test_out, 0)
+        split.test_out.nested_sample(0)
 
 
 # --- calibration (§4.3) with a deterministic stand-in model ---------------------------------------

@@ -16,6 +16,8 @@ import json
 import sys
 import time
 
+from toolkit.config import int_at_least
+
 
 def _cmd_run(args) -> int:
     from .runner import parse_param, run
@@ -24,48 +26,18 @@ def _cmd_run(args) -> int:
     return 1 if failed else 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {v}")
-    return v
-
-
-def _retriever_params(name: str, raw: list[str]) -> dict:
-    """``-r name=value`` pairs, each checked against the retriever constructor's default type."""
-    import inspect
-
-    from .retrieval import RETRIEVERS
-    from .runner import parse_param
-    params = dict(parse_param(p) for p in raw)
-    cls = RETRIEVERS.get(name, (None,))[0] or (RETRIEVERS["dense:<model>"][0] if name.startswith("dense:") else None)
-    if cls is not None:
-        sig = inspect.signature(cls.__init__).parameters
-        for key, value in params.items():
-            default = sig[key].default if key in sig else inspect.Parameter.empty
-            if default in (inspect.Parameter.empty, None):
-                continue
-            ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
-            if not ok or isinstance(value, bool) != isinstance(default, bool):
-                raise TypeError(f"retriever {name!r}: -r {key}= must be {type(default).__name__} "
-                                f"(default {default!r}), got {value!r}")
-    return params
-
-
 def _cmd_evaluate(args) -> int:
     from .data import load_dataset
     from .metrics import check_depth, evaluate
     from .retrieval import build_retriever, retrieve
     check_depth(args.metrics, args.k)              # before loading data or retrieving anything
-    params = _retriever_params(args.retriever, args.retriever_param)
+    from .runner import parse_param
+    # built before the data is loaded, so a bad -r name=value fails at once
+    retriever = build_retriever(args.retriever, **dict(parse_param(p) for p in args.retriever_param))
     ds = load_dataset(args.dataset, **({"corpus": args.corpus} if args.corpus else {}))
     if args.limit:
         ds = ds.sample(args.limit, seed=args.seed)
     t = time.time()
-    retriever = build_retriever(args.retriever, **params)
     run = retrieve(ds, retriever, k=args.k)
     scores = evaluate(run, ds.qrels, args.metrics)
     seconds = time.time() - t
@@ -132,9 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--retriever", required=True, help="bm25, bm25-rank, minilm, mpnet, dense:<model>")
     p.add_argument("--metrics", default="ndcg@1,ndcg@5,recall@5")
-    p.add_argument("--k", type=_positive_int, default=100, help="retrieval depth (>= the largest metric cut-off)")
+    p.add_argument("--k", type=int_at_least(1), default=100, help="retrieval depth (>= the largest metric cut-off)")
     p.add_argument("--corpus", choices=["library", "pool"], help="ToolBench datasets: corpus to search")
-    p.add_argument("--limit", type=_positive_int, help="evaluate on a seeded sample of this many queries")
+    p.add_argument("--limit", type=int_at_least(1), help="evaluate on a seeded sample of this many queries")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-r", "--retriever-param", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--json", action="store_true", help="print a JSON object of metric means")

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from .config import check_value
 from .paths import NOTEBOOKS, REPO, results_dir
 from .results import check_profile
 
@@ -60,17 +61,7 @@ def check_parameters(path: Path, params: dict) -> None:
                              f"use --profile {value} instead of -p profile={value}")
         if name not in defaults:
             raise ValueError(f"{path.name} has no parameter {name!r}; its parameters: {', '.join(defaults)}")
-        default = defaults[name]
-        if default is None:
-            continue
-        if value is None:
-            raise TypeError(f"{path.name}: parameter {name!r} must be {type(default).__name__} "
-                            f"(default {default!r}), got None")
-        ok = (isinstance(value, type(default)) and not (isinstance(value, bool) != isinstance(default, bool))) \
-            or (isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool))
-        if not ok:
-            raise TypeError(f"{path.name}: parameter {name!r} must be {type(default).__name__} "
-                            f"(default {default!r}), got {type(value).__name__} {value!r}")
+        check_value(f"{path.name}: parameter {name!r}", value, defaults[name])
 
 
 def parse_param(text: str) -> tuple[str, object]:

@@ -2,7 +2,9 @@
 ``python -m toolkit.feedback``): ``smoke`` / ``standard`` / ``paper`` instances and their checks."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
+
+from toolkit.config import overridden
 
 from toolkit.feedback.round import FeedbackConfig
 from toolkit.feedback.training import IterationConfig
@@ -55,11 +57,4 @@ def config_for(profile: str, **overrides) -> FeedbackExperiment:
     """The profile's configuration with ``overrides`` (checked: unknown names and wrong types are errors)."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {profile!r}")
-    known = {f.name for f in fields(FeedbackExperiment)} - {"profile"}
-    for name, value in overrides.items():
-        if name not in known:
-            raise ValueError(f"30_feedback has no parameter {name!r}; its parameters: {', '.join(sorted(known))}")
-        default = getattr(PROFILES[profile], name)
-        if default is not None and value is not None and not isinstance(value, type(default)):
-            raise TypeError(f"30_feedback parameter {name!r} must be {type(default).__name__}, got {value!r}")
-    return replace(PROFILES[profile], **overrides)
+    return overridden("30_feedback", PROFILES[profile], overrides)

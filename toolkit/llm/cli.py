@@ -18,22 +18,11 @@ import sys
 import time
 from pathlib import Path
 
+from toolkit.config import int_at_least
 from toolkit.llm import models as _models
 from toolkit.llm.base import LLMError
 from toolkit.llm.client import BACKENDS, default_cache_root, get_client
 from toolkit.llm.tasks import TASKS, dataset_items, get_task
-
-
-def _count(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {v}")
-        return v
-    return parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,15 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = sub.add_parser("generate", help="run an LLM task over a dataset, cached and resumable")
     g.add_argument("--prompt", required=True, choices=sorted(TASKS), help="task / prompt template")
     g.add_argument("--dataset", default="toole-multi", help="dataset name (toolkit.data.load_dataset)")
-    g.add_argument("--limit", type=_count(1), default=None, help="first N items only")
-    g.add_argument("--offset", type=_count(0), default=0, help="skip the first N items")
+    g.add_argument("--limit", type=int_at_least(1), default=None, help="first N items only")
+    g.add_argument("--offset", type=int_at_least(0), default=0, help="skip the first N items")
     g.add_argument("--model", default=None, help=f"model alias, .gguf path, HF dir or served name "
                    f"(default: $TOOLKIT_LLM_MODEL or {_models.DEFAULT_MODEL})")
     g.add_argument("--backend", default=None, choices=list(BACKENDS) + ["auto"],
                    help="default: $TOOLKIT_LLM_BACKEND or auto")
     g.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (or $TOOLKIT_LLM_BASE_URL); "
                    "the API key is read from $TOOLKIT_LLM_API_KEY / $OPENAI_API_KEY only")
-    g.add_argument("--n", type=_count(1), default=None, help="samples per item (task default otherwise)")
+    g.add_argument("--n", type=int_at_least(1), default=None, help="samples per item (task default otherwise)")
     g.add_argument("--temperature", type=float, default=None)
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--top-k", type=int, default=None)

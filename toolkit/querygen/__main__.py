@@ -10,7 +10,8 @@ Sizes, temperatures, models and training settings come from the notebook's own c
 
 1. answers for the dev sample at every temperature of the grid;
 2. calibration: Recall@5 per temperature on it, the best one chosen (§4.3);
-3. answers for the in-domain and out-of-domain test samples at that temperature.
+3. answers for the in-domain and out-of-domain test samples at that temperature, and for the
+   paper's four authored requests (Table 6).
 
 ``sft`` first fine-tunes the generator (§3.2), exports it to GGUF and samples through llama.cpp.
 Answers go to ``data/llm_cache/<namespace>/<model>.jsonl``.
@@ -22,13 +23,13 @@ import json
 import sys
 import time
 
+from toolkit.config import int_at_least
 from toolkit.llm.client import get_client
 from toolkit.querygen import generation as gen
 from toolkit.querygen.config import config_for
-from toolkit.querygen.data import make_split, nested_sample
+from toolkit.querygen.data import make_split
+from toolkit.querygen.experiment import AUTHORED_REQUESTS, SFT_NAMESPACE
 from toolkit.querygen.retrieval import QueryIndex
-
-from toolkit.querygen.experiment import SFT_NAMESPACE
 
 
 def _log(msg: str) -> None:
@@ -37,7 +38,7 @@ def _log(msg: str) -> None:
 
 def calibrate_and_generate(cfg, split, llm, kind: str = "description", namespace: str | None = None) -> dict:
     """Steps 1-3 above with a live client; returns the calibration."""
-    dev = nested_sample(split.dev, cfg.dev_requests, seed=cfg.sample_seed)
+    dev = split.dev.nested_sample(cfg.dev_requests, seed=cfg.sample_seed)
     t0 = time.time()
     for t in cfg.temperatures:
         gen.generate_queries(dev.query_texts(), llm, t, kind=kind, desc=f"dev T={t}", namespace=namespace)
@@ -47,10 +48,12 @@ def calibrate_and_generate(cfg, split, llm, kind: str = "description", namespace
     _log(f"calibration {gen.CALIBRATION_METRIC} on {len(dev.queries)} dev requests: "
          f"{ {t: round(v, 4) for t, v in cal['scores'].items()} } -> T={cal['best']}")
     for ds in (split.test_in, split.test_out):
-        sample = nested_sample(ds, cfg.test_requests, seed=cfg.sample_seed)
+        sample = ds.nested_sample(cfg.test_requests, seed=cfg.sample_seed)
         gen.generate_queries(sample.query_texts(), llm, cal["best"], kind=kind, desc=f"{ds.name} T={cal['best']}",
                              namespace=namespace)
         _log(f"{sample.name}: done ({time.time() - t0:.0f}s)")
+    gen.generate_queries(AUTHORED_REQUESTS, llm, cal["best"], kind=kind, desc="authored requests (Table 6)",
+                         namespace=namespace)
     return cal
 
 
@@ -74,7 +77,7 @@ def cmd_sft(args, cfg) -> int:
     from toolkit.querygen import sft
     from toolkit.querygen.export import export_gguf
     split = make_split(cfg.split)
-    train = nested_sample(split.train, cfg.sft_train_requests, seed=cfg.sample_seed)
+    train = split.train.nested_sample(cfg.sft_train_requests, seed=cfg.sample_seed)
     root = cache_dir() / "querygen" / "models"
     out_dir = root / f"sft-{cfg.sft_tag()}"
     gguf_file = root / f"querygen-sft-{cfg.sft_tag()}.gguf"
@@ -105,7 +108,8 @@ def cmd_sft(args, cfg) -> int:
 def cmd_align(args, cfg) -> int:
     """Algorithm 1 from the base generator (not from SFT): each iteration's drafts come from the previous
     iteration's model exported to GGUF (``querygen-align-<tag>-it<t>.gguf``: the cache keys on that name);
-    after each iteration its test answers are generated at ``--eval-temperature`` for Figure 4."""
+    after each iteration its test answers (and the authored requests of Table 6) are generated at
+    ``align_eval_temperature`` for Figure 4."""
     from dataclasses import asdict
 
     from toolkit.llm.models import gguf_path
@@ -116,7 +120,7 @@ def cmd_align(args, cfg) -> int:
     from toolkit.querygen.export import export_gguf
     split = make_split(cfg.split)
     a = cfg.align
-    train = nested_sample(split.train, a.train_size, seed=cfg.sample_seed)
+    train = split.train.nested_sample(a.train_size, seed=cfg.sample_seed)
     root = cache_dir() / "querygen" / "models"
     work = root / f"align-{a.tag()}"
     base = sft.base_model_dir(cfg.generator_base)
@@ -148,9 +152,10 @@ def cmd_align(args, cfg) -> int:
         dest.write_text(json.dumps({"config": asdict(a), "history": _keep_measured(dest, history)}, indent=1))
         with make_client(model_dir, model_id) as llm:
             for ds in (split.test_in, split.test_out):
-                sample = nested_sample(ds, cfg.test_requests, seed=cfg.sample_seed)
-                gen.generate_queries(sample.query_texts(), llm, args.eval_temperature, namespace=ALIGN_NAMESPACE,
+                sample = ds.nested_sample(cfg.test_requests, seed=cfg.sample_seed)
+                gen.generate_queries(sample.query_texts(), llm, cfg.align_eval_temperature, namespace=ALIGN_NAMESPACE,
                                      desc=f"{model_id} {ds.name}")
+            gen.generate_queries(AUTHORED_REQUESTS, llm, cfg.align_eval_temperature, namespace=ALIGN_NAMESPACE)
         _log(f"{model_id}: test answers done")
 
     align(base, train, index, a, work, make_client, train_fn, restrict=split.in_domain_docs, log=_log,
@@ -172,13 +177,6 @@ def _keep_measured(path, history: list[dict]) -> list[dict]:
     return out
 
 
-def _positive(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolkit.querygen", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -190,11 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         c.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="override a config field (a Python literal), e.g. --set test_requests=100")
         c.add_argument("--backend", default=None)
-        c.add_argument("--threads", type=_positive, default=2)
-        c.add_argument("--parallel", type=_positive, default=None, help="slots (default: the backend's, 1 on 2 threads)")
-        if name == "align":
-            c.add_argument("--eval-temperature", type=float, default=0.0,
-                           help="temperature of each iteration's test answers (Figure 4; default greedy)")
+        c.add_argument("--threads", type=int_at_least(1), default=2)
+        c.add_argument("--parallel", type=int_at_least(1), default=None, help="slots (default: the backend's, 1 on 2 threads)")
         if name == "zeroshot":
             c.add_argument("--model", default=None, help="default: the config's zero_shot_model")
             c.add_argument("--kind", default="description", choices=sorted(gen.TASKS))

@@ -6,8 +6,9 @@ instances, and the checks every override goes through (names and types, then ran
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 
+from toolkit.config import overridden
 from toolkit.querygen.alignment import AlignConfig
 from toolkit.querygen.data import SplitConfig
 from toolkit.querygen.sft import SFTConfig
@@ -32,6 +33,10 @@ class QuerygenConfig:
     sft_train_requests: int | None = 500   # training requests for SFT (nested seeded sample; None: all):
                                            # full fine-tuning runs at ~70 tokens/s on 2 cores, 500 x ~220 tokens ~ 27 min
     align: AlignConfig = AlignConfig()
+    align_eval_temperature: float = 0.0    # each iteration's test answers (Figure 4): greedy, not calibrated per
+                                           # iteration (a dev grid per iteration would cost ~4x the answers)
+    align_report_iteration: int | None = None  # Table 1's Alignment row; None: the iteration with the best
+                                               # out-of-domain Recall@5, the paper's operating point (§4.4)
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -45,6 +50,9 @@ class QuerygenConfig:
                 raise ValueError(f"{name} must be >= 1 or None (all), got {v}")
         if not self.temperatures or any(t < 0 for t in self.temperatures):
             raise ValueError(f"temperatures must be a non-empty tuple of values >= 0, got {self.temperatures}")
+        if self.align_report_iteration is not None and not 1 <= self.align_report_iteration <= self.align.iterations:
+            raise ValueError(f"align_report_iteration must be in 1..{self.align.iterations} (align.iterations) or None, "
+                             f"got {self.align_report_iteration}")
         if self.encoder not in ("mpnet", "minilm") and not self.encoder.startswith("dense:"):
             raise ValueError(f"encoder must be mpnet, minilm or dense:<path>, got {self.encoder!r}")
 
@@ -82,19 +90,4 @@ def config_for(profile: str, **overrides) -> QuerygenConfig:
     wrong type is an error naming the parameter and what it expects."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {profile!r}")
-    base = PROFILES[profile]
-    known = {f.name: f for f in fields(QuerygenConfig) if f.name not in ("profile", "extra")}
-    for name, value in overrides.items():
-        if name not in known:
-            raise ValueError(f"40_querygen has no parameter {name!r}; its parameters: {', '.join(known)}")
-        default = getattr(base, name)
-        if isinstance(default, tuple) and isinstance(value, list):
-            overrides[name] = value = tuple(value)
-        ok = value is None and name in ("dev_requests", "test_requests", "sft_train_requests", "uncalibrated_temperature")
-        ok = ok or isinstance(value, type(default)) and not (isinstance(value, bool) != isinstance(default, bool))
-        ok = ok or (isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool))
-        ok = ok or (default is None and isinstance(value, int))
-        if not ok:
-            raise TypeError(f"40_querygen parameter {name!r} must be {type(default).__name__} "
-                            f"(profile {profile}: {default!r}), got {type(value).__name__} {value!r}")
-    return replace(base, **overrides)
+    return overridden("40_querygen", PROFILES[profile], overrides)

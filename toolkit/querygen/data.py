@@ -166,8 +166,3 @@ def check_no_contamination(split: QuerygenSplit) -> None:
             both = set(split.datasets()[a].queries) & set(split.datasets()[b].queries)
             if both:
                 raise AssertionError(f"sets {a} and {b} share {len(both)} requests (e.g. {sorted(both)[0]})")
-
-
-def nested_sample(ds: RetrievalDataset, n: int | None, seed: int = 0) -> RetrievalDataset:
-    """:meth:`RetrievalDataset.nested_sample` (a seeded sample that grows without losing members)."""
-    return ds.nested_sample(n, seed)

@@ -19,7 +19,7 @@ from toolkit.data.contract import RetrievalDataset
 from toolkit.metrics import evaluate
 from toolkit.querygen import generation as gen
 from toolkit.querygen.config import QuerygenConfig
-from toolkit.querygen.data import QuerygenSplit, make_split, nested_sample
+from toolkit.querygen.data import QuerygenSplit, make_split
 from toolkit.querygen.retrieval import QueryIndex, query_sets
 
 TEST_SETS = ("querygen-in-domain", "querygen-out-of-domain")
@@ -38,8 +38,8 @@ def setup(cfg: QuerygenConfig, split: QuerygenSplit | None = None) -> Setup:
     split = split or make_split(cfg.split)
     tests = {split.test_in.name: split.test_in, split.test_out.name: split.test_out}
     return Setup(split=split, index=QueryIndex(split.corpus, cfg.encoder),
-                 dev=nested_sample(split.dev, cfg.dev_requests, cfg.sample_seed), tests=tests,
-                 llm_tests={n: nested_sample(ds, cfg.test_requests, cfg.sample_seed) for n, ds in tests.items()})
+                 dev=split.dev.nested_sample(cfg.dev_requests, cfg.sample_seed), tests=tests,
+                 llm_tests={n: ds.nested_sample(cfg.test_requests, cfg.sample_seed) for n, ds in tests.items()})
 
 
 @dataclass
@@ -55,6 +55,15 @@ class Generated:
 
 SFT_NAMESPACE = "querygen_sft"
 ALIGN_NAMESPACE = "querygen_align"
+
+# App. D, Table 6: requests the authors wrote without looking at the API pool (quoted from the paper)
+AUTHORED_REQUESTS = {
+    "authored-1": "Give me a good advice for making coffee",
+    "authored-2": "I’m bored and tired of staying home. Literally watched tv all day. Give me some ideas what to do",
+    "authored-3": "I’m planning for a small party and need to invite guests, clean the house, and order food. "
+                  "Can you help me?",
+    "authored-4": "I want to get more healthy, where should I start?",
+}
 
 
 def sft_model_id(cfg: QuerygenConfig) -> str:
@@ -74,6 +83,79 @@ def sft(cfg: QuerygenConfig, s: Setup, llm=None) -> Generated:
     from toolkit.llm.client import client_for_profile
     llm = llm or client_for_profile(cfg.profile, sft_model_id(cfg), namespace=SFT_NAMESPACE)
     return calibrated(cfg, s, llm, "SFT", namespace=SFT_NAMESPACE)
+
+
+def align_model_id(cfg: QuerygenConfig, iteration: int) -> str:
+    """The cache model id of alignment iteration ``iteration``'s generator (its GGUF file name)."""
+    return f"gguf:querygen-align-{cfg.align.tag()}-it{iteration}.gguf"
+
+
+def align_history(cfg: QuerygenConfig) -> list[dict]:
+    """Per iteration: reward distribution of the drafts, drafts kept, stage timings (written by
+    ``python -m toolkit.querygen align`` beside its answers); [] before the first iteration ends."""
+    import json
+
+    from toolkit.llm.client import default_cache_root
+    p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{cfg.align.tag()}.history.json"
+    return json.loads(p.read_text())["history"] if p.is_file() else []
+
+
+@dataclass
+class Alignment:
+    """Every alignment iteration's test answers (at ``temperature``) and the training history."""
+    history: list[dict]
+    temperature: float
+    iterations: dict[int, dict[str, dict[str, list[str]]]] = field(default_factory=dict)  # t -> set -> queries
+    pending: list[dict] = field(default_factory=list)
+
+
+def alignment(cfg: QuerygenConfig, s: Setup) -> Alignment:
+    """Replay the aligned generators' answers, iteration by iteration; what is missing is pending."""
+    from toolkit.llm.client import client_for_profile
+    a = Alignment(align_history(cfg), cfg.align_eval_temperature)
+    for t in range(1, cfg.align.iterations + 1):
+        llm = client_for_profile(cfg.profile, align_model_id(cfg, t), namespace=ALIGN_NAMESPACE)
+        per = {}
+        for name, ds in s.llm_tests.items():
+            got = gen.generate_queries(ds.query_texts(), llm, a.temperature, partial=llm.mode != "live",
+                                       namespace=ALIGN_NAMESPACE)
+            if got:
+                per[name] = got
+            if len(got) < len(ds.queries):
+                a.pending.append({"method": f"Alignment it{t}", "set": name, "cached": len(got),
+                                  "needed": len(ds.queries)})
+        if per:
+            a.iterations[t] = per
+    return a
+
+
+def authored_queries(cfg: QuerygenConfig, s: Setup, zs: Generated, ft: Generated, align_iteration: int | None,
+                     top: int = 3) -> tuple[list[dict], list[dict]]:
+    """Table 6: each generator's queries for the authored requests (at the temperature its test rows
+    use) and the ``top`` APIs their interleaved retrieval ranks first; (rows, pending)."""
+    from toolkit.llm.client import client_for_profile
+    specs = [("Zero-Shot", gen.client(cfg.profile, cfg.zero_shot_model), zs.temperature, None),
+             ("SFT", client_for_profile(cfg.profile, sft_model_id(cfg), namespace=SFT_NAMESPACE), ft.temperature,
+              SFT_NAMESPACE)]
+    if align_iteration is not None:
+        specs.append((f"Alignment it{align_iteration}",
+                      client_for_profile(cfg.profile, align_model_id(cfg, align_iteration), namespace=ALIGN_NAMESPACE),
+                      cfg.align_eval_temperature, ALIGN_NAMESPACE))
+    rows, pending = [], []
+    for method, llm, temp, ns in specs:
+        got = {} if temp is None else gen.generate_queries(AUTHORED_REQUESTS, llm, temp, partial=llm.mode != "live",
+                                                           namespace=ns)
+        if len(got) < len(AUTHORED_REQUESTS):
+            pending.append({"method": method, "set": "authored requests (Table 6)", "cached": len(got),
+                            "needed": len(AUTHORED_REQUESTS)})
+        if not got:
+            continue
+        run = s.index.run(query_sets(got, {q: AUTHORED_REQUESTS[q] for q in got}, cfg.append_utterance), k=top)
+        for q, queries in got.items():
+            ranked = sorted(run.get(q, {}).items(), key=lambda kv: -kv[1])[:top]
+            rows.append({"request": AUTHORED_REQUESTS[q], "method": method, "temperature": temp,
+                         "generated queries": "\n".join(queries), "top APIs": "\n".join(d for d, _ in ranked)})
+    return rows, pending
 
 
 def calibrated(cfg: QuerygenConfig, s: Setup, llm, method: str, kind: str = "description",
@@ -149,9 +231,14 @@ def evaluate_conditions(cfg: QuerygenConfig, s: Setup, methods: Mapping[str, Map
             rows.append({"dataset": dataset, "method": method, "utterance": utt, "sample": sample, "metric": metric,
                          "value": sum(vals.values()) / len(vals) if vals else float("nan"), "n": len(vals)})
 
+    def only(per_q, qids):
+        # a request's retrieval does not depend on the others', so the baseline is retrieved once per set
+        return {m: {q: v for q, v in vals.items() if q in qids} for m, vals in per_q.items()}
+
     for name, ds in s.tests.items():
-        add(name, "Utterance", True, "all", evaluate_queries(cfg, s, ds, None, True))
-        add(name, "Utterance", True, "llm", evaluate_queries(cfg, s, s.llm_tests[name], None, True))
+        utterance = evaluate_queries(cfg, s, ds, None, True)
+        add(name, "Utterance", True, "all", utterance)
+        add(name, "Utterance", True, "llm", only(utterance, s.llm_tests[name].queries))
         for method, per_set in methods.items():
             got = per_set.get(name)
             if not got:
@@ -160,6 +247,5 @@ def evaluate_conditions(cfg: QuerygenConfig, s: Setup, methods: Mapping[str, Map
                 add(name, method, utt, "llm", evaluate_queries(cfg, s, s.llm_tests[name], got, utt))
                 if utt and len(got) < len(s.llm_tests[name].queries):
                     # the utterance baseline on exactly the requests this method covers so far
-                    add(name, f"Utterance (same {len(got)} requests as {method})", True, "llm",
-                        evaluate_queries(cfg, s, s.llm_tests[name].subset(list(got)), None, True))
+                    add(name, f"Utterance (same {len(got)} requests as {method})", True, "llm", only(utterance, got))
     return pd.DataFrame(rows)

@@ -52,9 +52,14 @@ def table2(values: pd.DataFrame) -> pd.DataFrame:
     return d
 
 
-def calibration_table(calibrations: dict[str, dict]) -> pd.DataFrame:
-    """Recall@5 on the dev sample per temperature (rows) and method (columns); the chosen one per method."""
-    cols = {m: pd.Series(c["scores"], dtype=float) for m, c in calibrations.items()}
+def calibration_table(calibrations: dict[str, dict], needed: int | None = None) -> pd.DataFrame:
+    """Recall@5 on the dev sample per temperature (rows) and method (columns). With ``needed`` (the
+    dev sample size), a temperature not yet answered on every request is left blank, not scored on
+    the few it has."""
+    cols = {}
+    for m, c in calibrations.items():
+        cols[m] = pd.Series({t: (v if needed is None or c["n"].get(t, 0) >= needed else float("nan"))
+                             for t, v in c["scores"].items()}, dtype=float)
     t = pd.DataFrame(cols)
     t.index.name = "temperature"
     return t
@@ -92,3 +97,86 @@ def record(rec, values: pd.DataFrame, notes: dict[str, str] | None = None) -> No
         n = values[(values.dataset == r.dataset) & (values.method == r.method)]["n"].max()
         rec.add(paper=PAPER, table="2", dataset=r.dataset, method=f"{r.method} (-utt)", metric=r.metric,
                 value=r.delta, n_queries=int(n), note=notes.get(r.method, ""))
+
+
+# --------------------------------------------------------------------------------------------
+# Alignment: Figure 4, the reported iteration, the reward history
+# --------------------------------------------------------------------------------------------
+
+def iteration_of(method: str) -> int | None:
+    """``"Alignment it2"`` -> 2 (the per-iteration method names of ``evaluate_conditions``)."""
+    head, _, tail = method.rpartition(" it")
+    return int(tail) if head == "Alignment" and tail.isdigit() else None
+
+
+def fig4(values: pd.DataFrame, metric: str = "recall@5") -> pd.DataFrame:
+    """Figure 4 (left): ``metric`` per alignment iteration (rows) and test set (columns), with the
+    utterance appended, on the LLM sample."""
+    v = values[values.utterance & (values.metric == metric)]
+    v = v.assign(iteration=v.method.map(iteration_of)).dropna(subset=["iteration"])
+    if v.empty:
+        return pd.DataFrame()
+    t = v.pivot_table(index="iteration", columns="dataset", values="value", sort=True)
+    t.index = t.index.astype(int)
+    return t
+
+
+def reported_iteration(values: pd.DataFrame, iteration: int | None = None,
+                       select_on: str = "querygen-out-of-domain", metric: str = "recall@5") -> int | None:
+    """Table 1's Alignment iteration: ``iteration`` when given, else the one with the best ``metric``
+    on ``select_on`` (the paper reports the best out-of-domain iteration, §4.4; ties: the earlier)."""
+    f = fig4(values, metric)
+    if f.empty:
+        return None
+    if iteration is not None:
+        return iteration if iteration in f.index else None
+    if select_on not in f:
+        return None
+    col = f[select_on].dropna()
+    return int(col.idxmax()) if len(col) else None
+
+
+def with_reported_alignment(values: pd.DataFrame, iteration: int | None) -> pd.DataFrame:
+    """``values`` plus the rows of ``Alignment it<iteration>`` renamed ``Alignment`` (Tables 1-2)."""
+    if iteration is None:
+        return values
+    rows = values[values.method == f"Alignment it{iteration}"].assign(method="Alignment")
+    return pd.concat([values, rows], ignore_index=True)
+
+
+def reward_history(history: list[dict]) -> pd.DataFrame:
+    """Figure 4 (right) and the cost of each iteration: reward distribution of the drafts, drafts
+    kept, drafts/s, fine-tuning tokens/s and wall times."""
+    cols = {"mean": "mean reward", "best_mean": "best-draft mean", "p25": "p25", "p50": "median", "p75": "p75",
+            "drafts": "drafts", "kept": "kept", "drafts_per_s": "drafts/s", "draft_seconds": "drafting s",
+            "train_tokens_per_s": "training tokens/s", "train_seconds": "training s"}
+    if not history:
+        return pd.DataFrame(columns=list(cols.values()))
+    t = pd.DataFrame(history).set_index("iteration")
+    return t[[c for c in cols if c in t]].rename(columns=cols)
+
+
+def record_alignment(rec, values: pd.DataFrame, history: list[dict], note: str = "") -> None:
+    """Figure 4's points as our own cells (the paper prints no values): per-iteration Recall@5 on each
+    test set and the mean draft reward on the training requests."""
+    for r in values[values.utterance & values.method.map(lambda m: iteration_of(m) is not None)
+                    & (values.metric == "recall@5")].itertuples():
+        rec.add(paper=PAPER, table="fig4", dataset=r.dataset, method=r.method, metric="recall@5", value=r.value,
+                n_queries=r.n, note=note, ours_only=True)
+    for h in history:
+        rec.add(paper=PAPER, table="fig4", dataset="querygen-train", method=f"Alignment it{h['iteration']} drafts",
+                metric="mean_reward", value=h["mean"], n_queries=h.get("requests"),
+                note=f"{h['drafts']} drafts sampled from {h['sampled_from']}", ours_only=True)
+
+
+def sample_value(values: pd.DataFrame, method: str, dataset: str, metric: str = "recall@5") -> float | None:
+    """``method``'s ``metric`` on ``dataset``'s LLM sample, utterance appended (None if not evaluated)."""
+    v = values[(values.dataset == dataset) & (values.method == method) & values.utterance
+               & (values.metric == metric) & (values["sample"] == "llm")].value
+    return float(v.iloc[0]) if len(v) else None
+
+
+def authored_table(rows: list[dict]) -> pd.DataFrame:
+    """Table 6: per authored request and generator, the generated queries and the top retrieved APIs."""
+    t = pd.DataFrame(rows)
+    return t.set_index(["request", "method"])[["temperature", "generated queries", "top APIs"]]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 
+from toolkit.config import check_value
+
 from toolkit.retrieval.base import Run, topk_indices, topk_run
 from toolkit.retrieval.bm25 import BM25Retriever, Tokenizer
 from toolkit.retrieval.dense import DenseRetriever
@@ -36,13 +38,17 @@ def build_retriever(name: str, **params):
         cls, fixed = RETRIEVERS[name]
     else:
         raise ValueError(f"unknown retriever {name!r}; valid: {', '.join(RETRIEVERS)}")
-    allowed = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    sig = inspect.signature(cls.__init__).parameters
+    allowed = set(sig) - {"self"}
     for key in params:
         if key in fixed:
             raise TypeError(f"retriever {name!r}: parameter {key!r} is fixed by the name ({key}={fixed[key]!r})")
         if key not in allowed:
             raise TypeError(f"retriever {name!r}: unknown parameter {key!r}; "
                             f"valid: {', '.join(sorted(allowed - set(fixed)))}")
+        default = sig[key].default
+        if default is not inspect.Parameter.empty:
+            check_value(f"retriever {name!r}: parameter {key!r}", params[key], default)
     defaults = DEFAULTS.get(name, {})
     return cls(**fixed, **{**defaults, **params})
 

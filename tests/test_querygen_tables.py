@@ -1,0 +1,89 @@
+"""toolkit.querygen.tables on a hand-made long table (no model, no data)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from toolkit.querygen import tables as T
+
+IN, OUT = "querygen-in-domain", "querygen-out-of-domain"
+
+
+def _values() -> pd.DataFrame:
+    rows = []
+
+    def add(ds, method, utt, sample, metric, value, n=10):
+        rows.append({"dataset": ds, "method": method, "utterance": utt, "sample": sample, "metric": metric,
+                     "value": value, "n": n})
+    for ds, base in ((IN, 0.30), (OUT, 0.40)):
+        add(ds, "Utterance", True, "all", "recall@5", base, 100)
+        add(ds, "Utterance", True, "llm", "recall@5", base + 0.01)
+        add(ds, "SFT", True, "llm", "recall@5", base + 0.05)
+        add(ds, "SFT", False, "llm", "recall@5", base + 0.02)
+    # alignment: in-domain rises, out-of-domain peaks at iteration 2
+    for t, (vi, vo) in enumerate([(0.31, 0.41), (0.33, 0.46), (0.36, 0.44)], start=1):
+        add(IN, f"Alignment it{t}", True, "llm", "recall@5", vi)
+        add(OUT, f"Alignment it{t}", True, "llm", "recall@5", vo)
+        add(OUT, f"Alignment it{t}", False, "llm", "recall@5", vo - 0.1)
+    return pd.DataFrame(rows)
+
+
+def test_fig4_has_one_row_per_iteration_and_one_column_per_test_set():
+    f = T.fig4(_values())
+    assert list(f.index) == [1, 2, 3] and set(f.columns) == {IN, OUT}
+    assert f.loc[2, OUT] == pytest.approx(0.46) and f.loc[3, IN] == pytest.approx(0.36)
+
+
+def test_reported_iteration_is_the_best_out_of_domain_unless_fixed():
+    v = _values()
+    assert T.reported_iteration(v) == 2
+    assert T.reported_iteration(v, select_on=IN) == 3
+    assert T.reported_iteration(v, iteration=1) == 1
+    assert T.reported_iteration(v, iteration=7) is None              # not evaluated: no row rather than a wrong one
+    assert T.reported_iteration(v[~v.method.str.startswith("Alignment")]) is None
+
+
+def test_the_reported_iteration_becomes_table1s_alignment_row_and_its_table2_delta():
+    v = T.with_reported_alignment(_values(), 2)
+    t1 = T.table1(v)
+    assert t1.loc["recall@5", (OUT, "Alignment")] == pytest.approx(0.46)
+    assert t1.loc["recall@5", (IN, "Utterance")] == pytest.approx(0.30)     # the whole-set baseline
+    t2 = T.table2(v).set_index(["dataset", "method"]).delta
+    assert t2[OUT, "Alignment"] == pytest.approx(-0.1) and t2[IN, "SFT"] == pytest.approx(-0.03)
+    assert T.with_reported_alignment(_values(), None).equals(_values())
+
+
+def test_iteration_names_are_parsed_strictly():
+    assert T.iteration_of("Alignment it12") == 12
+    assert T.iteration_of("Alignment") is None and T.iteration_of("SFT it1") is None
+
+
+def test_reward_history_and_sample_value():
+    h = [{"iteration": 1, "mean": 0.2, "best_mean": 0.5, "drafts": 10, "kept": 4, "drafts_per_s": 0.3},
+         {"iteration": 2, "mean": 0.3, "best_mean": 0.6, "drafts": 10, "kept": 5, "drafts_per_s": 0.5}]
+    t = T.reward_history(h)
+    assert list(t.index) == [1, 2] and list(t["mean reward"]) == [0.2, 0.3] and "drafts/s" in t
+    assert T.reward_history([]).empty
+    assert T.sample_value(_values(), "SFT", OUT) == pytest.approx(0.45)
+    assert T.sample_value(_values(), "Zero-Shot", OUT) is None
+
+
+def test_record_alignment_writes_figure4_points_as_our_own_cells():
+    class Rec:
+        cells = []
+
+        def add(self, **kw):
+            self.cells.append(kw)
+    r = Rec()
+    T.record_alignment(r, _values(), [{"iteration": 1, "mean": 0.2, "requests": 5, "drafts": 25,
+                                       "sampled_from": "it0"}])
+    pts = [c for c in r.cells if c["metric"] == "recall@5"]
+    assert len(pts) == 6 and all(c["ours_only"] and c["table"] == "fig4" for c in r.cells)
+    assert [c["value"] for c in r.cells if c["metric"] == "mean_reward"] == [0.2]
+
+
+def test_calibration_table_blanks_temperatures_not_answered_on_every_dev_request():
+    cal = {"SFT": {"scores": {0.0: 0.32, 0.3: 0.0}, "n": {0.0: 12, 0.3: 1}, "best": 0.0}}
+    t = T.calibration_table(cal, needed=12)
+    assert t.loc[0.0, "SFT"] == pytest.approx(0.32) and pd.isna(t.loc[0.3, "SFT"])
+    assert T.calibration_table(cal).loc[0.3, "SFT"] == 0.0

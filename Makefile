@@ -7,14 +7,18 @@ REQ_HASH := $(shell cat requirements.txt requirements-models.txt | sha256sum | c
 VENV ?= $(HOME)/.cache/toolret-repro/venv-$(REQ_HASH)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The clone itself is put on the path (not installed) so that one environment serves any clone.
-export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+# The package is installed editable from the clone that last ran `make env`; one environment serves
+# any clone, so each clone re-points it (a few seconds) when it is not the one installed.
+EDITABLE := $(VENV)/.editable-clone
 PROFILE ?= standard
 NB ?= all
 
 .PHONY: env test notebooks reproduce smoke bench datasets compare lab
 
 env: $(STAMP)
+	@if [ "$$(cat $(EDITABLE) 2>/dev/null)" != "$(CURDIR)" ]; then \
+	  echo "== installing this clone ($(CURDIR)) into $(VENV), editable"; \
+	  $(PY) -m pip install -q --no-deps --no-build-isolation -e . && echo "$(CURDIR)" > $(EDITABLE); fi
 
 # No file prerequisites: the path already names the hash of the requirement files, and a fresh
 # clone has newer mtimes than an existing environment.

@@ -29,12 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toolkit.llm import parsers  # noqa: E402
-from toolkit.llm.backends import DEFAULT_PARALLEL, Backend, LocalGGUFBackend, default_threads  # noqa: E402
-from toolkit.llm.client import LLMClient  # noqa: E402
-from toolkit.llm.tasks import INTENTS, dataset_items  # noqa: E402
+from toolkit.llm import parsers
+from toolkit.llm.backends import DEFAULT_PARALLEL, Backend, LocalGGUFBackend, default_threads
+from toolkit.llm.client import LLMClient
+from toolkit.llm.tasks import INTENTS, dataset_items
 
 
 class Recording(Backend):

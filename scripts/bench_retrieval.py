@@ -30,10 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toolkit.retrieval import BM25Retriever, DenseRetriever, embedding_cache, load_encoder  # noqa: E402
-from toolkit.retrieval.embedding_cache import ShardStore, encode, namespace, text_keys  # noqa: E402
+from toolkit.retrieval import BM25Retriever, DenseRetriever, embedding_cache, load_encoder
+from toolkit.retrieval.embedding_cache import ShardStore, encode, namespace, text_keys
 
 
 def median_time(fn, repeats: int, setup=None) -> tuple[float, object]:

@@ -3,7 +3,6 @@ committed notebooks carry the outputs that nbval compares (cells marked ``# NBVA
 
     python scripts/refresh_notebooks.py [NOTEBOOK ...]
 """
-import os
 import sys
 import time
 from pathlib import Path
@@ -12,7 +11,6 @@ import nbformat
 from nbclient import NotebookClient
 
 REPO = Path(__file__).resolve().parent.parent
-os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
 names = sys.argv[1:] or sorted(p.stem for p in (REPO / "notebooks").glob("[0-9]*.ipynb"))
 for name in names:

@@ -49,3 +49,15 @@ def test_check_value_without_a_known_type_accepts_anything():
     check_value("p", None, None)
     with pytest.raises(TypeError, match="p must be float"):
         check_value("p", "x", 0.5)
+
+
+def test_reinvoke_config_refuses_bad_values_and_uses_none_for_all():
+    from toolkit.reinvoke.config import config_for
+    assert config_for("paper").toole_single_sample is None and config_for("paper").m_toolbench is None
+    assert config_for("standard", backbones=["qwen-0.5b"]).main_backbone == "qwen-0.5b"
+    with pytest.raises(ValueError, match="toolbench_corpus must be pool or library"):
+        config_for("standard", toolbench_corpus="web")
+    with pytest.raises(ValueError, match="m_toolbench must be >= 1 or None"):
+        config_for("standard", m_toolbench=0)
+    with pytest.raises(TypeError, match="20_reinvoke parameter 'backbones' must be tuple"):
+        config_for("standard", backbones="qwen-1.5b")

@@ -7,6 +7,7 @@ import pytest
 
 from test_reinvoke import EXPANSIONS, INTENT_MAP, fake_embed, tiny  # noqa: F401  (tiny is a fixture)
 from toolkit.reinvoke import experiment as E
+from toolkit.reinvoke import tables as T
 from toolkit.reinvoke.pipeline import hyde_run, reinvoke_run
 from toolkit.results import Recorder
 
@@ -130,13 +131,13 @@ def test_run_record_and_frames(tiny):
     assert ("tiny", "Dense", "all") in runs and ("tiny", "Dense", "llm") in runs
     assert set(pending["method"]) == {"5 synthetic queries", "10 synthetic queries"}
     rec = Recorder("20_reinvoke", "smoke")
-    E.record(rec, values)
+    T.record(rec, values)
     keys = {(c["table"], c["method"], c["metric"]) for c in rec.cells}
     assert ("6", "Re-Invoke (dense)", "recall@1") in keys and ("1", "Re-Invoke (dense)", "ndcg@5") in keys
     assert ("1", "Re-Invoke (dense)", "recall@1") not in keys
     assert ("3A", "Dense", "ndcg@5") in keys and not any(t == "extra" for t, _, _ in keys)
     assert not any(c.get("ours_only") for c in rec.cells)
-    f = E.table_frame(values, "3D")
+    f = T.table_frame(values, "3D")
     assert list(f.index) == ["Max similarity", "Mean similarity"]
     check = E.replay_slice(runs, sets, dataset="tiny", n=1)
     assert check["qids"] == ["q0"] and set(check["values"]) == {"Re-Invoke (BM25)", "Re-Invoke (BM25), m=1", "HyDE (BM25)",
@@ -172,7 +173,7 @@ def test_roundtrip_table_rows_per_m(tiny):
 
 def test_m_toolbench_sets_the_synthetic_queries_per_api_on_toolbench_only(tiny):
     assert E.dataset_m("toolbench-i2", 10, 1) == 1 and E.dataset_m("toole-multi", 10, 1) == 10
-    assert E.dataset_m("toolbench-i2", 10, 0) == 10                  # 0: the same m everywhere
+    assert E.dataset_m("toolbench-i2", 10, None) == 10               # None: the same m everywhere
     g = E.Generations(E.MAIN_BACKBONE)
     g.intents["toolbench-tiny"] = dict(INTENT_MAP)
     g.hyde["toolbench-tiny"] = {q: "weather" for q in tiny.queries}
@@ -181,7 +182,7 @@ def test_m_toolbench_sets_the_synthetic_queries_per_api_on_toolbench_only(tiny):
 
     def conds(m_toolbench):
         return E.conditions(sets, {E.MAIN_BACKBONE: g}, fake_embed, m=10, k=5, m_toolbench=m_toolbench)
-    c = {x.method: x for x in conds(0)}                              # the paper's m = 10: pending
+    c = {x.method: x for x in conds(None)}                           # the paper's m = 10: pending
     assert c["Re-Invoke (dense)"].compute is None and "m=1 < 10" in c["Re-Invoke (dense)"].pending
     c = {x.method: x for x in conds(1)}
     assert c["Re-Invoke (dense)"].m == 1 and c["Re-Invoke (dense)"].compute() == reinvoke_run(
@@ -194,11 +195,11 @@ def test_m_toolbench_sets_the_synthetic_queries_per_api_on_toolbench_only(tiny):
     # the m reaches every recorded cell's note
     runs, values, _ = E.run_conditions(conds(1), sets)
     rec = Recorder("20_reinvoke", "smoke")
-    E.record(rec, values, {"Re-Invoke (dense)": "minilm"})
+    T.record(rec, values, {"Re-Invoke (dense)": "minilm"})
     notes = {(x["table"], x["method"]): x["note"] for x in rec.cells if x["metric"] == "ndcg@5"}
     assert notes[("1", "Re-Invoke (dense)")] == "minilm; m=1" and notes[("1", "Dense")] == ""
     rec = Recorder("20_reinvoke", "smoke")
-    E.record(rec, values, {"Re-Invoke (dense)": "minilm"}, dataset_notes={"toolbench-tiny": "corpus=pool (3 APIs)"})
+    T.record(rec, values, {"Re-Invoke (dense)": "minilm"}, dataset_notes={"toolbench-tiny": "corpus=pool (3 APIs)"})
     notes = {(x["table"], x["method"]): x["note"] for x in rec.cells if x["metric"] == "ndcg@5"}
     assert notes[("1", "Re-Invoke (dense)")] == "corpus=pool (3 APIs); minilm; m=1"
     assert notes[("1", "Dense")] == "corpus=pool (3 APIs)"
@@ -213,8 +214,23 @@ def test_second_backbone_rows_are_recorded_as_ours_only(tiny):
     conds = E.conditions(sets, {E.MAIN_BACKBONE: _gens(tiny), "qwen-0.5b": _gens(tiny)}, fake_embed, m=2, k=5)
     _, values, _ = E.run_conditions(conds, sets)
     rec = Recorder("20_reinvoke", "smoke")
-    E.record(rec, values)
+    T.record(rec, values)
     own = {(c["table"], c["method"]) for c in rec.cells if c.get("ours_only")}
     assert ("1", "Re-Invoke (dense) [qwen-0.5b]") in own and ("6", "Re-Invoke (BM25) [qwen-0.5b]") in own
     assert all("[qwen-0.5b]" in m for _, m in own)
     assert ("1", "Re-Invoke (dense)") not in own and ("1", "HyDE (dense)") not in own
+
+
+def test_reading_reads_whole_set_rows_first_and_the_papers_numbers():
+    import pandas as pd
+    rows = [{"dataset": "toole-single", "method": "Dense", "tables": "3A", "backbone": None, "m": None, "queries": 10,
+             **{m: 0.5 for m in E.METRICS}},
+            {"dataset": "toole-single", "method": "Dense", "tables": "1,6", "backbone": None, "m": None, "queries": 99,
+             **{m: 0.6 for m in E.METRICS}}]
+    rt = pd.DataFrame([{"dataset": "toole-all", "synthetic queries": 5, "m": 1, "main": False,
+                        "recall@5": 0.9, "recall@10": 0.95}])
+    r = T.reading(pd.DataFrame(rows), rt)
+    assert r.format("{toole-single|Dense}") == "0.600"                      # the whole set, not the sample
+    assert r.format("{toole-all|round trip, first 1|recall@10}") == "0.950"
+    assert r.format("{paper:1|toole-single|BM25!.4f}") == "0.3735"
+    assert T.intent_counts({"a": ["x"], "b": ["x", "y", "z"]}) == {"mean": 2.0, "one": 0.5}

@@ -40,6 +40,12 @@ def _run(method: str, ds, g, name: str, m: int):
     raise AssertionError(f"unexpected method in replay_check: {method!r}")
 
 
+def _config(data):
+    """The standard run's configuration, from the parameters it recorded."""
+    from toolkit.reinvoke.config import config_for
+    return config_for("standard", **data["parameters"].get("overrides", {}))
+
+
 def test_replay_reproduces_the_standard_slice(monkeypatch):
     monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)     # the standard profile replays
 
@@ -50,8 +56,7 @@ def test_replay_reproduces_the_standard_slice(monkeypatch):
     check, p = data["replay_check"], data["parameters"]
     assert check["values"], "the standard run recorded no BM25-based LLM condition to re-derive"
     name = check["dataset"]
-    full = E.eval_sets("standard", p["toole_single_sample"], p["smoke_queries"], p["seed"], p["toolbench_corpus"],
-                       datasets=[name])[name].llm
+    full = E.eval_sets(_config(data), datasets=[name])[name].llm
     ds = full.subset(check["qids"])
     sets = {name: E.EvalSet(ds, ds)}
     for bb in p["backbones"]:
@@ -75,8 +80,7 @@ def test_replay_check_fails_on_a_changed_cache_answer(monkeypatch, tmp_path):
     if method is None:
         pytest.skip("no intent-based condition in the replay check")
     name = check["dataset"]
-    ds = E.eval_sets("standard", p["toole_single_sample"], p["smoke_queries"], p["seed"], p["toolbench_corpus"],
-                     datasets=[name])[name].llm.subset(check["qids"])
+    ds = E.eval_sets(_config(data), datasets=[name])[name].llm.subset(check["qids"])
     g = E.load_generations({name: E.EvalSet(ds, ds)}, p["backbones"][0], "standard", m=p["m"])
     g.intents[name] = {q: ["zzzz unrelated words"] for q in g.intents[name]}
     got = evaluate(_run(method, ds, g, name, p["m"]), ds.qrels, [check["metric"]], per_query=True,

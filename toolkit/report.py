@@ -27,3 +27,91 @@ def side_by_side(rec: Recorder, paper: str, table: str, wide: bool = True) -> pd
     w = w.reorder_levels([1, 2, 0], axis=1).sort_index(axis=1, level=[0, 1], sort_remaining=False)
     order = list(dict.fromkeys(df["method"]))
     return w.reindex(order)
+
+
+class Reading:
+    """Prose whose numbers are looked up in this run's results, so a reading cannot go stale.
+
+    A field in braces names a value; ``|`` separates the parts of a key, ``!`` starts a format spec:
+
+    - ``{toole-single|Dense|ndcg@5}``: our value (key looked up in ``ours``);
+    - ``{paper:1|toole-single|Dense|ndcg@5}``: the paper's printed value (key looked up in ``paper``);
+    - ``{A - B}`` the signed difference of two such refs (default ``+.3f``), ``{A % B}`` the relative
+      change A/B - 1 (default ``+.0%``);
+    - ``{name}``: a keyword value given to :meth:`format` (counts, derived figures);
+    - ``{toole-single|Dense!.2f}``: an explicit format (default ``.3f``; ``,`` for integers).
+
+    A key with fewer parts than the mapping's keys is completed from the end of its ``tail``
+    (e.g. the metric), so prose can say ``{toole-single|Dense}``. A missing value prints as
+    ``n/a`` and is listed in :attr:`missing` (a smoke run lacks most of a standard reading's cells).
+
+        r = Reading(ours={(ds, method, metric): v}, tail=("ndcg@5",),
+                    paper={(table, ds, method, metric): v}, paper_tail=("ndcg@5",))
+        display(Markdown(r.format("BM25 {toole-single|BM25} vs {paper:1|toole-single|BM25}")))
+    """
+
+    def __init__(self, ours: dict | None = None, paper: dict | None = None, tail: tuple = (), paper_tail: tuple = ()):
+        self.ours, self.paper = dict(ours or {}), dict(paper or {})
+        self.tail, self.paper_tail = tuple(tail), tuple(paper_tail)
+        self.missing: list[str] = []
+
+    @classmethod
+    def from_frames(cls, values: pd.DataFrame, key: list[str], metrics: list[str] | None = None,
+                    paper: str | None = None, tail: tuple = (), paper_tail: tuple = ()) -> "Reading":
+        """``ours`` from a results frame: ``key`` columns plus either a ``metric``/``value`` pair
+        (long frame) or one column per metric in ``metrics`` (wide frame); ``paper`` from the
+        paper's numbers keyed (table, dataset, method, metric)."""
+        ours = {}
+        for r in values.to_dict("records"):
+            if metrics is None:
+                ours[tuple(r[k] for k in key) + (r["metric"],)] = r["value"]
+            else:
+                for m in metrics:
+                    ours[tuple(r[k] for k in key) + (m,)] = r[m]
+        pn = {}
+        if paper:
+            from .compare import load_paper_numbers
+            pn = {(r.table, r.dataset, r.method, r.metric): r.value for r in load_paper_numbers(paper).itertuples()}
+        return cls(ours, pn, tail, paper_tail)
+
+    def _lookup(self, ref: str):
+        ref = ref.strip()
+        table, tail = (self.paper, self.paper_tail) if ref.startswith("paper:") else (self.ours, self.tail)
+        parts = tuple(p.strip() for p in ref.removeprefix("paper:").split("|"))
+        size = len(next(iter(table))) if table else len(parts)
+        if len(parts) < size:
+            need = size - len(parts)
+            if need > len(tail):
+                raise ValueError(f"reading field {ref!r} has {len(parts)} parts, needs {size}")
+            parts = parts + tail[len(tail) - need:]
+        v = table.get(parts)
+        if v is None or (isinstance(v, float) and v != v):
+            self.missing.append(ref)
+        return v
+
+    def value(self, field: str, named: dict):
+        """The number a field names and its default format."""
+        for op, fmt in ((" - ", "+.3f"), (" % ", "+.0%")):
+            if op in field:
+                a, b = (self.value(x, named)[0] for x in field.split(op, 1))
+                if a is None or b is None:
+                    return None, fmt
+                return (a - b if op == " - " else (a / b - 1 if b else None)), fmt
+        if "|" not in field:
+            if field not in named:
+                raise KeyError(f"reading field {{{field}}}: no such value (give it to format())")
+            v = named[field]
+        else:
+            v = self._lookup(field)
+        return v, ("," if isinstance(v, int) and not isinstance(v, bool) else ".3f")
+
+    def format(self, text: str, **named) -> str:
+        import re
+
+        def sub(m):
+            field, _, spec = " ".join(m.group(1).split()).partition("!")   # a field may wrap across lines
+            v, default = self.value(field, named)
+            if v is None or (isinstance(v, float) and v != v):
+                return "n/a"
+            return format(v, spec or default)
+        return re.sub(r"\{([^{}]+)\}", sub, text)

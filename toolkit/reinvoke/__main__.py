@@ -30,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     t = get_task(a.task)
     if a.eval_set:   # the notebook's own queries / corpus (ToolBench: the pool corpus, not the 16k library)
+        from toolkit.reinvoke.config import config_for
         from toolkit.reinvoke.experiment import eval_sets
-        ds = eval_sets(a.eval_set, datasets=[a.dataset], seed=a.seed)[a.dataset].llm
+        ds = eval_sets(config_for(a.eval_set, seed=a.seed), datasets=[a.dataset])[a.dataset].llm
         items = [(q.qid, q.text) for q in ds.queries.values()] if t.over == "queries" else \
             [(d.doc_id, d.text) for d in ds.corpus.values()]
     else:

@@ -6,7 +6,7 @@ intents / a HyDE document, every tool has at least ``m`` synthetic queries); oth
 *pending* with its coverage, never evaluated on the part that happens to be cached. So the notebook
 runs while a generation is still filling the cache, and a rerun after the cache grows adds rows.
 
-    sets = eval_sets("standard")                       # {dataset: EvalSet(all=..., llm=...)}
+    sets = eval_sets(config_for("standard"))  # toolkit.reinvoke.config; {dataset: EvalSet(all=..., llm=...)}
     gen = load_generations(sets, "qwen-1.5b", "standard")
     rows, pending = run_conditions(sets, {"qwen-1.5b": gen}, embed)
 
@@ -26,13 +26,15 @@ from toolkit.data.contract import RetrievalDataset, Run
 from toolkit.llm.parsers import hyde_name_description
 from toolkit.metrics import evaluate
 from toolkit.reinvoke import generation as G
+from toolkit.reinvoke.config import ReinvokeConfig
 from toolkit.reinvoke.pipeline import build_index, hyde_run, reinvoke_run
 from toolkit.reinvoke.roundtrip import roundtrip_run
 
 DATASETS = ("toolbench-i1", "toolbench-i2", "toolbench-i3", "toole-single", "toole-multi")
 METRICS = ("ndcg@1", "ndcg@5", "recall@1", "recall@5")
 BACKBONES = ("qwen-1.5b", "qwen-0.5b")
-MAIN_BACKBONE = "qwen-1.5b"      # recorded under the paper's main-row names (text-bison@001 there)
+MAIN_BACKBONE = ReinvokeConfig().main_backbone   # default main backbone (text-bison@001 in the paper); a run's
+                                                 # own is its config's, passed to conditions() and record()
 KINDS = {"bm25": "BM25", "dense": "dense"}
 
 
@@ -44,21 +46,22 @@ class EvalSet:
     llm: RetrievalDataset
 
 
-def eval_sets(profile: str, toole_single_sample: int = 1000, smoke_queries: int = 12, seed: int = 0,
-              toolbench_corpus: str = "pool", datasets=DATASETS) -> dict[str, EvalSet]:
+def eval_sets(cfg: ReinvokeConfig, datasets=DATASETS) -> dict[str, EvalSet]:
     """The five evaluation sets. ToolBench I1/I2/I3 are the StableToolBench groups with corpus
-    ``pool`` (the APIs of the queries' candidate pools) or ``library`` (all 16,427 APIs); smoke keeps
-    a seeded ``smoke_queries`` of the LLM queries (ToolE, and ToolBench I3 only: its corpus has 44 APIs)."""
+    ``cfg.toolbench_corpus``: ``pool`` (the APIs of the queries' candidate pools) or ``library`` (all
+    16,427 APIs); the smoke profile keeps a seeded ``smoke_queries`` of the LLM queries (ToolE, and
+    ToolBench I3 only: its corpus has 44 APIs)."""
     from toolkit.data import load_dataset
-    if profile == "smoke":
+    smoke = cfg.profile == "smoke"
+    if smoke:
         datasets = [d for d in datasets if d.startswith("toole") or d == "toolbench-i3"]
     out = {}
     for name in datasets:
-        kw = {"corpus": toolbench_corpus} if name.startswith("toolbench") else {}
+        kw = {"corpus": cfg.toolbench_corpus} if name.startswith("toolbench") else {}
         ds = load_dataset(name, **kw)
-        llm = ds.sample(toole_single_sample, seed=seed) if name == "toole-single" else ds
-        if profile == "smoke":
-            llm = llm.sample(smoke_queries, seed=seed)
+        llm = ds.sample(cfg.toole_single_sample, seed=cfg.seed) if name == "toole-single" else ds
+        if smoke:
+            llm = llm.sample(cfg.smoke_queries, seed=cfg.seed)
             ds = llm
         out[name] = EvalSet(ds, llm)
     return out
@@ -173,21 +176,21 @@ def m_steps(top: int) -> list[int]:
     return sorted({j for j in (1, 5) if j < top} | {top})
 
 
-def dataset_m(name: str, m: int, m_toolbench: int = 0) -> int:
+def dataset_m(name: str, m: int, m_toolbench: int | None = None) -> int:
     """Synthetic queries per tool used on dataset ``name``: ``m_toolbench`` on the ToolBench sets when it is
-    set (> 0), else ``m``."""
+    set, else ``m``."""
     return m_toolbench if m_toolbench and name.startswith("toolbench") else m
 
 
-def _suffix(backbone: str | None) -> str:
-    return "" if backbone in (None, MAIN_BACKBONE) else f" [{backbone}]"
+def _suffix(backbone: str | None, main: str) -> str:
+    return "" if backbone in (None, main) else f" [{backbone}]"
 
 
 def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], embed, m: int = 10,
-               k: int = 100, m_toolbench: int = 0) -> list[Condition]:
-    """Every condition of Tables 1/6 (both retrievers, all backbones), 3A-D (dense, main backbone) and
-    the extras; ``compute`` is None (pending, with the reason) where the cache lacks an input. The runs
-    with synthetic queries use ``dataset_m(name, m, m_toolbench)`` of them per tool."""
+               k: int = 100, m_toolbench: int | None = None, main_backbone: str = MAIN_BACKBONE) -> list[Condition]:
+    """Every condition of Tables 1/6 (both retrievers, all backbones), 3A-D (dense, ``main_backbone``)
+    and the extras; ``compute`` is None (pending, with the reason) where the cache lacks an input. The
+    runs with synthetic queries use ``dataset_m(name, m, m_toolbench)`` of them per tool."""
     out: list[Condition] = []
     indexes: dict = {}
 
@@ -214,7 +217,7 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
             if s.llm is not s.all:
                 add(name, f"{base} (LLM query sample)", ("extra",), "llm", None, run(name, kind, ds), [])
             for bb, g in gens.items():
-                sfx = _suffix(bb)
+                sfx = _suffix(bb, main_backbone)
                 cm, its = g.complete_m(name), g.intents.get(name, {})
                 miss_i = [] if g.has_intents(name, ds) else [f"intents for {len(its)}/{len(ds.queries)} queries"]
                 miss_m = [] if cm >= mn else [f"synthetic queries complete for m={cm} < {mn}"]
@@ -236,17 +239,17 @@ def conditions(sets: Mapping[str, EvalSet], gens: Mapping[str, Generations], emb
                             add(name, f"Re-Invoke ({label}){sfx}, m={mm}", ("extra",), "llm", bb,
                                 run(name, kind, ds, g, mm, its), [], mm)
         for bb, g in gens.items():   # each component alone for the other backbones (dense; extra rows)
-            if bb == MAIN_BACKBONE:
+            if bb == main_backbone:
                 continue
             cm, its = g.complete_m(name), g.intents.get(name, {})
             if g.has_intents(name, ds):
-                add(name, f"+ Intent extractor{_suffix(bb)}", ("extra",), "llm", bb,
+                add(name, f"+ Intent extractor{_suffix(bb, main_backbone)}", ("extra",), "llm", bb,
                     run(name, "dense", ds, intents=its), [])
             if cm:
-                add(name, f"+ Query generator{_suffix(bb)}, m={min(cm, mn)}", ("extra",), "llm", bb,
+                add(name, f"+ Query generator{_suffix(bb, main_backbone)}, m={min(cm, mn)}", ("extra",), "llm", bb,
                     run(name, "dense", ds, g, min(cm, mn)), [], min(cm, mn))
         # Table 3 (dense, main backbone), on the LLM query set
-        g = gens.get(MAIN_BACKBONE)
+        g = gens.get(main_backbone)
         if g is None:
             continue
         cm, its = g.complete_m(name), g.intents.get(name, {})
@@ -304,48 +307,13 @@ def run_conditions(conds: list[Condition], sets: Mapping[str, EvalSet], ties: st
     return runs, pd.DataFrame(rows), pd.DataFrame(pending, columns=["dataset", "method", "tables", "missing"])
 
 
-def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None,
-           dataset_notes: Mapping[str, str] | None = None) -> None:
-    """Record every computed cell under the paper's keys (Table 1: nDCG@5; 6: all four; 3A-D: nDCG@5).
-    A cell's note is ``dataset_notes[dataset]`` (e.g. the ToolBench corpus, which is not the paper's),
-    ``notes[method]``, then "m=<synthetic queries per tool>" where the run used any; rows of a backbone
-    other than the main one are recorded ``ours_only`` (the paper's backbones are others)."""
-    notes, dataset_notes = notes or {}, dataset_notes or {}
-    for r in values.to_dict("records"):
-        m = r.get("m")
-        note = "; ".join(x for x in (dataset_notes.get(r["dataset"], ""), notes.get(r["method"], ""),
-                                     "" if m is None or pd.isna(m) else f"m={int(m)}") if x)
-        for table in r["tables"].split(","):
-            if table == "extra":
-                continue
-            mets = ["ndcg@5"] if table != "6" else list(METRICS)
-            for met in mets:
-                rec.add(paper="reinvoke", table=table, dataset=r["dataset"], method=r["method"], metric=met,
-                        value=r[met], n_queries=r["queries"], note=note,
-                        ours_only=isinstance(r.get("backbone"), str) and r["backbone"] != MAIN_BACKBONE)
-
-
-def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper_table: str | None = None) -> pd.DataFrame:
-    """Methods × datasets for one table (ours), with the paper's value beside each where printed."""
-    from toolkit.compare import load_paper_numbers
-    v = values[values["tables"].str.split(",").apply(lambda t: any(x in tables.split(",") for x in t))]
-    ours = v.pivot_table(index="method", columns="dataset", values=metric, aggfunc="first")
-    if paper_table:
-        pn = load_paper_numbers("reinvoke")
-        pn = pn[(pn["table"] == paper_table) & (pn["metric"] == metric)]
-        paper = pn.pivot_table(index="method", columns="dataset", values="value", aggfunc="first")
-        paper = paper.reindex(index=ours.index, columns=ours.columns)
-        ours = pd.concat({"ours": ours, "paper": paper}, axis=1).swaplevel(axis=1).sort_index(axis=1)
-    return ours.round(4)
-
-
 # ---------------------------------------------------------------------------------------------
 # Table 4 and case studies
 # ---------------------------------------------------------------------------------------------
 
 def roundtrip_table(sets: Mapping[str, EvalSet], gen: Generations, embed, m: int = 10,
                     names=("toole-multi", "toolbench-i1", "toolbench-i2", "toolbench-i3"),
-                    m_toolbench: int = 0) -> pd.DataFrame:
+                    m_toolbench: int | None = None) -> pd.DataFrame:
     """Round-trip recall@5/10 of the synthetic queries (Table 4), searching the plain tool documents
     with the first j synthetic queries of each tool, for j = 1, 5 and the largest complete
     j <= ``dataset_m(name, m, m_toolbench)`` (the ``m`` column); ``main`` marks the row with all of them,

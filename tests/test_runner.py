@@ -88,3 +88,15 @@ def test_recorder_rejects_duplicates_and_bad_profile():
         rec.add(paper="p", table="1", dataset="d", method="m", metric="ndcg@5", value=0.6)
     with pytest.raises(ValueError, match="profile must be one of"):
         Recorder("x", "fast")
+
+
+def test_names_outside_the_parameters_cell_go_to_a_configured_notebooks_overrides():
+    path = runner.notebook_path("40_querygen")
+    assert runner.fold_overrides(path, {"test_requests": 50}, "standard") == {"overrides": {"test_requests": 50}}
+    assert runner.fold_overrides(path, {}, "standard") == {}
+    with pytest.raises(ValueError, match="40_querygen has no parameter 'test_request'"):
+        runner.fold_overrides(path, {"test_request": 50}, "standard")          # checked by its config, before running
+    with pytest.raises(TypeError, match="'test_requests' must be int"):
+        runner.fold_overrides(path, {"test_requests": "many"}, "standard")
+    tiny = runner.notebook_path("01_baselines")                                # a notebook without overrides
+    assert runner.fold_overrides(tiny, {"k": 5}) == {"k": 5}

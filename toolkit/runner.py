@@ -53,6 +53,30 @@ def notebook_parameters(path: Path) -> dict[str, object]:
     return defaults
 
 
+# notebooks whose parameters cell is ``profile`` + ``overrides``: their configuration object checks
+# the overrides before anything runs
+CONFIGS = {"20_reinvoke": "toolkit.reinvoke.config", "30_feedback": "toolkit.feedback.config",
+           "40_querygen": "toolkit.querygen.config"}
+
+
+def fold_overrides(path: Path, params: dict, profile: str = "smoke") -> dict:
+    """``-p name=value`` for a notebook kept by a configuration object: names that are not parameters
+    of its cell go into its ``overrides`` dict, and the whole override set is checked by the
+    notebook's ``config_for`` (unknown names and wrong types fail here, before any cell runs)."""
+    defaults = notebook_parameters(path)
+    if "overrides" not in defaults:
+        return params
+    out = {k: v for k, v in params.items() if k in defaults or k == "profile"}
+    over = {**defaults["overrides"], **dict(params.get("overrides") or {}),
+            **{k: v for k, v in params.items() if k not in out}}
+    if path.stem in CONFIGS:
+        import importlib
+        importlib.import_module(CONFIGS[path.stem]).config_for(profile, **over)
+    if over:
+        out["overrides"] = over
+    return out
+
+
 def check_parameters(path: Path, params: dict) -> None:
     defaults = notebook_parameters(path)
     for name, value in params.items():
@@ -82,7 +106,7 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     import papermill as pm
     check_profile(profile)
     path = notebook_path(name)
-    params = dict(params or {})
+    params = fold_overrides(path, dict(params or {}), profile)
     check_parameters(path, params)
     out = output or results_dir() / path.stem / f"{profile}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -44,18 +44,13 @@
 #   notebook reports, per method, the share of queries whose gold APIs are all in the top 5 instead.
 
 # %% tags=["parameters"]
-profile = "smoke"          # smoke | standard | paper
-subset_queries = 0         # queries per test subset (0: profile default)
-dev_queries = 0            # dev queries used for the grid search (0: profile default)
-transfer_queries = 0       # queries per ToolBench group (0: profile default)
-depth = 50                 # DPR candidates given to the reranker (the largest m of the grid)
-seed = 0
-toolbench_release_dir = "" # paper profile: ToolBench data/retrieval/ (G1/ G2/ G3/) -> the paper's own train/test protocol
-ce_neg_pool = ""           # reranker negatives: "" = the profile's (standard: seen), "seen" or "all" (whole library)
+profile = "smoke"   # smoke | standard | paper
+overrides = {}      # fields of toolkit.toolrerank.config.ExperimentConfig (subset_queries, depth, ...) or of the
+                    # training Setup (ce_neg_pool, de_epochs, ...), e.g. {"ce_neg_pool": "all"}
 
 # %%
 import json, time
-from dataclasses import replace
+from dataclasses import asdict, replace
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -64,34 +59,29 @@ import pandas as pd
 from toolkit.data import load_dataset
 from toolkit.metrics import evaluate
 from toolkit.report import side_by_side
-from toolkit.results import Recorder, check_profile
+from toolkit.results import Recorder
 from toolkit.retrieval import build_retriever
 from toolkit.toolrerank import analysis, tables
-from toolkit.toolrerank.experiment import EVAL_SIZES, PROFILES, eval_sets, load_models, train_all, transfer_sets
+from toolkit.toolrerank.config import config_for
+from toolkit.toolrerank.experiment import eval_sets, load_models, train_all, transfer_sets
 from toolkit.toolrerank.pipeline import ToolRerankConfig, candidates, grid_search, restrict
 from toolkit.toolrerank.splits import MULTI_SUBSETS, SEEN_SUBSETS, SINGLE_SUBSETS, SUBSETS, UNSEEN_SUBSETS, make_split, release_split, seen_tools
 
-check_profile(profile)
-for name, value in [("subset_queries", subset_queries), ("dev_queries", dev_queries),
-                    ("transfer_queries", transfer_queries), ("depth", depth), ("seed", seed)]:
-    if not isinstance(value, int) or value < 0:
-        raise ValueError(f"parameter {name} must be a non-negative int, got {value!r}")
-n_sub, n_dev, n_tr = (a or b for a, b in zip((subset_queries, dev_queries, transfer_queries), EVAL_SIZES[profile]))
-setup = PROFILES[profile]
-if ce_neg_pool:
-    setup = replace(setup, ce_neg_pool=ce_neg_pool)      # Setup checks the value
-rec = Recorder("10_toolrerank", profile, parameters=dict(subset_queries=n_sub, dev_queries=n_dev,
-               transfer_queries=n_tr, depth=depth, seed=seed, toolbench_release_dir=toolbench_release_dir,
-               setup=setup.__dict__))
+cfg = config_for(profile, **overrides)
+setup, depth, seed = cfg.setup, cfg.depth, cfg.seed
+rec = Recorder("10_toolrerank", profile, parameters=dict(
+    overrides=overrides, subset_queries=cfg.subset_queries, dev_queries=cfg.dev_queries,
+    transfer_queries=cfg.transfer_queries, depth=depth, seed=seed, toolbench_release_dir=cfg.toolbench_release_dir,
+    setup=asdict(setup)))
 stage_s = {}
 t = time.perf_counter()
-if toolbench_release_dir:   # the paper's data: ToolBench's training queries, StableToolBench groups as test sets
-    split = release_split(toolbench_release_dir, dev_size=setup.dev_size, seed=setup.seed)
+if cfg.toolbench_release_dir:   # the paper's data: ToolBench's training queries, StableToolBench groups as test sets
+    split = release_split(cfg.toolbench_release_dir, dev_size=setup.dev_size, seed=setup.seed)
 else:
     split = make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=setup.dev_size,
                        n_heldout_categories=setup.n_heldout_categories, heldout_tool_frac=setup.heldout_tool_frac,
                        seed=setup.seed)
-sets = eval_sets(split, n_sub, n_dev, seed=seed)
+sets = eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=seed)
 stage_s["split"] = time.perf_counter() - t
 pd.Series(split.summary(), dtype=object).to_frame("ToolLens seen/unseen split")
 
@@ -103,13 +93,7 @@ pd.Series(split.summary(), dtype=object).to_frame("ToolLens seen/unseen split")
 
 # %%
 n_queries = {name: len(ds.queries) for name, ds in sets.items()}
-rec.add(paper="toolrerank", table="1", dataset="toolbench-all", method="train", metric="queries",
-        value=len(split.train.queries), note="ToolLens train minus dev and queries touching held-out tools/categories")
-rec.add(paper="toolrerank", table="1", dataset="toolbench-all", method="dev", metric="queries",
-        value=len(split.dev.queries), note=f"{n_queries['dev']} used for the grid search")
-for name in SUBSETS:
-    rec.add(paper="toolrerank", table="1", dataset=SUBSETS[name][0], method="test", metric="queries",
-            value=len(split.subsets[name]), note=f"ToolLens mirror of {name}; {n_queries[name]} evaluated")
+tables.record_data(rec, split, n_queries)
 t1 = side_by_side(rec, "toolrerank", "1", wide=False)[["dataset", "method", "paper", "ours", "note"]]
 t1.insert(0, "subset", ["train", "dev"] + list(SUBSETS))
 t1["seen"] = ["", ""] + ["seen" if SUBSETS[s][1] else "unseen" for s in SUBSETS]
@@ -161,7 +145,7 @@ train_table
 
 # %%
 t = time.perf_counter()
-transfer = transfer_sets(n_tr, seed=seed, sample_pools_only=(profile == "smoke"))
+transfer = transfer_sets(cfg.transfer_queries, seed=seed, sample_pools_only=(profile == "smoke"))
 texts = {d: doc.text for ds in list(sets.values()) + list(transfer.values()) for d, doc in ds.corpus.items()}
 make_retriever, reranker, classifier = load_models(models, texts, setup)
 seen = seen_tools(split.train)
@@ -199,10 +183,8 @@ print("\n".join([f"train/dev queries: {len(split.train.queries)} {len(split.dev.
 # held-out split, so they mix seen and unseen tools like the test pool.
 
 # %%
-GRID = {"m_s": [10, 30, 50], "m_u": [10, 30, 50], "tau_s": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
-        "tau_m": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9], "n": [2, 3, 4]}
 t = time.perf_counter()
-best, grid_table = grid_search(dev, GRID)
+best, grid_table = grid_search(dev, tables.GRID)
 stage_s["grid search (dev)"] = time.perf_counter() - t
 for metric in ["m_u", "tau_s", "tau_m", "n"]:
     rec.add(paper="toolrerank", table="2", dataset="toolbench-all", method="ToolRerank (best on dev)", metric=metric,
@@ -217,30 +199,20 @@ grid_table.assign(**{"recall@5": (grid_table["recall@5"] * 100).round(1), "ndcg@
 # ## Table 3 — BM25, DPR, Rerank-10/30/50, ToolRerank (NDCG@5 / Recall@5, percent)
 
 # %%
-METHODS = {"DPR": "dpr", "Rerank-10": "rerank-10", "Rerank-30": "rerank-30", "Rerank-50": "rerank-50", "ToolRerank": best}
-COLS = SEEN_SUBSETS + ["seen-avg"] + UNSEEN_SUBSETS + ["unseen-avg", "all-avg"]
-t3 = {"BM25": tables.add_averages(dict(bm25), ["seen-avg", "unseen-avg", "all-avg"])}
-for label, m in METHODS.items():
-    t3[label] = tables.values(cands, m)
+t3 = tables.table3(cands, bm25, best)
 for label, vals in t3.items():
-    tables.record(rec, "3", label, vals, n_queries, note="ToolLens mirror subsets (see Table 1)", names=COLS)
-ours3 = tables.frame(t3, COLS, ["ndcg@5", "recall@5"])
-paper3 = tables.paper_frame("3", list(t3), COLS, ["ndcg@5", "recall@5"])
-pd.concat({"ours": ours3, "paper": paper3}).swaplevel(0, 1).sort_index(level=0, sort_remaining=False).reindex(
-    [(m, w) for m in t3 for w in ("ours", "paper")])
+    tables.record(rec, "3", label, vals, n_queries, note="ToolLens mirror subsets (see Table 1)", names=tables.COLS)
+tables.beside_paper(t3, "3", tables.COLS, ["ndcg@5", "recall@5"])
 
 # %% [markdown]
 # ## Table 5 — Adaptive Truncation (Recall@5): all nine (m_s, m_u), τ's at their best dev values
 
 # %%
-PAIRS = [(10, 50), (10, 30), (30, 50), (10, 10), (30, 30), (50, 50), (50, 10), (30, 10), (50, 30)]
-t5 = {}
-for ms, mu in PAIRS:
-    label = f"ToolRerank (m_s={ms}, m_u={mu})"
-    t5[label] = tables.values(cands, replace(best, m_s=ms, m_u=mu), metrics=["recall@5"])
-    tables.record(rec, "5", label, t5[label], n_queries, names=["seen-avg", "unseen-avg", "all-avg"])
-ours5 = tables.frame(t5, ["seen-avg", "unseen-avg", "all-avg"], ["recall@5"])
-paper5 = tables.paper_frame("5", list(t5), ["seen-avg", "unseen-avg", "all-avg"], ["recall@5"])
+t5 = tables.table5(cands, best)
+for label, vals in t5.items():
+    tables.record(rec, "5", label, vals, n_queries, names=tables.COLS5)
+ours5 = tables.frame(t5, tables.COLS5, ["recall@5"])
+paper5 = tables.paper_frame("5", list(t5), tables.COLS5, ["recall@5"])
 t5_df = pd.concat({"ours": ours5, "paper": paper5}, axis=1)
 t5_df.insert(0, ("relation", "", ""), ["m_s<m_u"] * 3 + ["m_s=m_u"] * 3 + ["m_s>m_u"] * 3)
 t5_df
@@ -249,49 +221,30 @@ t5_df
 # ## Table 6 — Hierarchy-Aware Reranking (Recall@5) and the classifier
 
 # %%
-COLS6 = SINGLE_SUBSETS + ["single-avg"] + MULTI_SUBSETS + ["multi-avg", "all-avg"]
-t6 = {}
-for label, har in [("ToolRerank", "classifier"), ("ToolRerank (none)", "none"), ("ToolRerank (single)", "single"),
-                   ("ToolRerank (multi)", "multi"), ("ToolRerank (oracle)", "oracle")]:
-    t6[label] = tables.values(cands, replace(best, har=har), metrics=["recall@5"],
-                              averages=["single-avg", "multi-avg", "all-avg"])
-    tables.record(rec, "6", label, t6[label], n_queries, names=COLS6)
-acc = {name: sum(c.single_pred[q] == c.is_single(q, "oracle") for q in c.dataset.queries) / len(c.dataset.queries)
-       for name, c in cands.items()}
+t6 = tables.table6(cands, best)
+for label, vals in t6.items():
+    tables.record(rec, "6", label, vals, n_queries, names=tables.COLS6)
+acc = tables.classifier_accuracy(cands)
 acc_all = sum(acc.values()) / len(acc)
 rec.add(paper="toolrerank", table="s4.4", dataset="all-avg", method="classifier", metric="accuracy", value=acc_all,
         n_queries=sum(n_queries[s] for s in SUBSETS), note="mean over the six subsets")
-ours6 = tables.frame(t6, COLS6, ["recall@5"])
-paper6 = tables.paper_frame("6", list(t6), COLS6, ["recall@5"])
-display(pd.concat({"ours": ours6, "paper": paper6}).swaplevel(0, 1).reindex([(m, w) for m in t6 for w in ("ours", "paper")]))
+display(tables.beside_paper(t6, "6", tables.COLS6, ["recall@5"]))
 print("classifier accuracy per subset:", {k: round(v, 3) for k, v in acc.items()}, f"mean {acc_all:.3f} (paper 0.933)")
 
 # %% [markdown]
 # ## Table 7 — the extended API list (Recall@5, single-tool subsets)
 
 # %%
-COLS7 = SINGLE_SUBSETS + ["single-avg"]
-t7 = {}
-for es, eu in [(False, True), (False, False), (True, True), (True, False)]:
-    label = f"ToolRerank (extended seen={'yes' if es else 'no'}, unseen={'yes' if eu else 'no'})"
-    single_cands = {k: cands[k] for k in SINGLE_SUBSETS}
-    t7[label] = tables.values(single_cands, replace(best, extend_seen=es, extend_unseen=eu), metrics=["recall@5"],
-                              averages=["single-avg"])
-    tables.record(rec, "7", label, t7[label], n_queries, names=COLS7)
-ours7 = tables.frame(t7, COLS7, ["recall@5"])
-paper7 = tables.paper_frame("7", list(t7), COLS7, ["recall@5"])
-pd.concat({"ours": ours7, "paper": paper7}).swaplevel(0, 1).reindex([(m, w) for m in t7 for w in ("ours", "paper")])
+t7 = tables.table7(cands, best)
+for label, vals in t7.items():
+    tables.record(rec, "7", label, vals, n_queries, names=tables.COLS7)
+tables.beside_paper(t7, "7", tables.COLS7, ["recall@5"])
 
 # %% [markdown]
 # ## Figure 1(a) — Recall@5 vs number of candidates given to the reranker (seen vs unseen; dashed: no reranker)
 
 # %%
-MS = [5, 10, 15, 20, 30, 40, 50]
-curves = analysis.recall_vs_candidates(cands, MS)
-fig_rows = []
-for part, names in [("seen", SEEN_SUBSETS), ("unseen", UNSEEN_SUBSETS)]:
-    for m in MS + ["dpr"]:
-        fig_rows.append({"tools": part, "m": m, "recall@5": sum(curves[n][m] for n in names) / len(names)})
+fig_rows = tables.fig1a(cands)
 fig_df = pd.DataFrame(fig_rows)
 fig, ax = plt.subplots(figsize=(5, 3.4))
 for part, color in [("seen", "tab:blue"), ("unseen", "tab:red")]:
@@ -314,14 +267,7 @@ fig_df.pivot(index="m", columns="tools", values="recall@5").mul(100).round(1)
 # reranker's mean score for gold and non-gold candidates in the DPR top 50.
 
 # %%
-diag = {}
-for name in SUBSETS:
-    c = cands[name]
-    row = {f"seen-tool share top5 {m}": analysis.seen_share_in_top(c, m.lower()) * 100
-           for m in ("DPR", "Rerank-10", "Rerank-50")}
-    row |= {f"score {k}": v for k, v in analysis.reranker_scores_by_label(c, depth).items()}
-    diag[name] = row
-diag = pd.DataFrame(diag).T.round(3)
+diag = tables.seen_bias(cands, depth)
 rec.extra["seen_bias"] = diag.reset_index(names="subset").to_dict("records")
 diag
 
@@ -329,29 +275,7 @@ diag
 # ## Coverage statistics (§4.2, §4.4) and the shuffled-order check
 
 # %%
-seen_c = {k: cands[k] for k in SEEN_SUBSETS}
-unseen_c = {k: cands[k] for k in UNSEEN_SUBSETS}
-single_c = {k: cands[k] for k in SINGLE_SUBSETS}
-multi_c = {k: cands[k] for k in MULTI_SUBSETS}
-cov = {("seen", "DPR", "gold_in_top10"): analysis.gold_in_top(seen_c, 10),
-       ("unseen", "DPR", "gold_in_top10"): analysis.gold_in_top(unseen_c, 10)}
-for (d, m, met), v in cov.items():
-    rec.add(paper="toolrerank", table="s4.2", dataset=d, method=m, metric=met, value=v,
-            note="pooled gold APIs of the three subsets")
-for m in ["Rerank-10", "Rerank-30", "Rerank-50"]:
-    rec.add(paper="toolrerank", table="s4.2", dataset="all-avg", method=f"ToolRerank vs {m}", metric="delta_recall@5",
-            value=t3["ToolRerank"]["all-avg"]["recall@5"] - t3[m]["all-avg"]["recall@5"])
-out_T = analysis.gold_outside_truncation(single_c, best)
-rec.add(paper="toolrerank", table="s4.4", dataset="seen", method="ToolRerank", metric="gold_outside_truncation",
-        value=out_T["seen"], note=f"single-tool subsets, {out_T['n_seen']} gold APIs of seen tools")
-rec.add(paper="toolrerank", table="s4.4", dataset="unseen", method="ToolRerank", metric="gold_outside_truncation",
-        value=out_T["unseen"], note=f"single-tool subsets, {out_T['n_unseen']} gold APIs of unseen tools")
-rec.add(paper="toolrerank", table="s4.4", dataset="all-avg", method="ToolRerank (oracle) vs ToolRerank",
-        metric="delta_recall@5", value=t6["ToolRerank (oracle)"]["all-avg"]["recall@5"] - t6["ToolRerank"]["all-avg"]["recall@5"])
-drops = {k: analysis.shuffled_ndcg_drop(c, best, seed=seed) for k, c in cands.items()}
-rec.add(paper="toolrerank", table="s4.4", dataset="all-avg", method="ToolRerank (APIs shuffled)", metric="ndcg@5_decrease",
-        value=sum(drops.values()) / len(drops), note="top-5 shuffled, 5 shuffles per query")
-share_tool = analysis.outside_T_sharing_tool(multi_c, best)
+share_tool = tables.record_coverage(rec, cands, t3, t6, best, seed=seed)
 rec.extra["multi_gold_outside_T_sharing_a_tool_in_T"] = share_tool
 display(pd.concat([side_by_side(rec, "toolrerank", "s4.2", wide=False), side_by_side(rec, "toolrerank", "s4.4", wide=False)])[
     ["dataset", "method", "metric", "paper", "ours", "note"]].assign(paper=lambda d: (d.paper * 100).round(1), ours=lambda d: (d.ours * 100).round(1)))
@@ -364,10 +288,7 @@ print(f"multi-tool subsets: {share_tool} gold APIs lie outside T but share a too
 # none of that is available here. What the retriever controls is whether the agent *gets* every API it needs:
 
 # %%
-proxy = {}
-for label, m in {"DPR": "dpr", "Rerank-10": "rerank-10", "Rerank-30": "rerank-30", "Rerank-50": "rerank-50",
-                 "ToolRerank": best}.items():
-    proxy[label] = {name: analysis.all_gold_in_top(c, m) for name, c in cands.items()}
+proxy = tables.table4_proxy(cands, best)
 proxy_df = (pd.DataFrame(proxy).T * 100).round(1)
 proxy_df["all-avg"] = proxy_df[list(SUBSETS)].mean(axis=1).round(1)
 rec.extra["table4_proxy_all_gold_in_top5"] = proxy
@@ -412,23 +333,11 @@ rec.extra["case_studies"] = cases
 # results (`transfer` in the results JSON), shown beside the paper's Table 3.
 
 # %%
-GROUP_LABEL = {"toolbench-g1-instruction": "I1-Inst", "toolbench-g2-instruction": "I2-Inst",
-               "toolbench-g3-instruction": "I3-Inst", "toolbench-g1-tool": "I1-Tool",
-               "toolbench-g1-category": "I1-Cat", "toolbench-g2-category": "I2-Cat"}
-tc = {GROUP_LABEL[k]: v for k, v in tcands.items()}
-seen_share = {k: sum(c.tool_of(d) in seen for q in c.dataset.qrels for d in c.dataset.qrels[q]) /
-              max(1, sum(len(r) for r in c.dataset.qrels.values())) for k, c in tc.items()}
-tt = {}
-for label, m in {"DPR": "dpr", "Rerank-10": "rerank-10", "Rerank-30": "rerank-30", "Rerank-50": "rerank-50",
-                 "ToolRerank": best}.items():
-    tt[label] = tables.values(tc, m)
-rec.extra["transfer"] = {"values": tt, "queries": {k: len(c.dataset.queries) for k, c in tc.items()},
-                         "documents": {k: len(c.dataset.corpus) for k, c in tc.items()}, "gold_seen_share": seen_share}
-print("share of gold APIs whose tool is seen in ToolLens training:", {k: round(v, 2) for k, v in seen_share.items()})
-print("queries:", rec.extra["transfer"]["queries"], "| corpus sizes:", rec.extra["transfer"]["documents"])
-ourst = tables.frame(tt, COLS, ["ndcg@5", "recall@5"])
-pd.concat({"ours (transfer)": ourst, "paper": tables.paper_frame("3", list(tt), COLS, ["ndcg@5", "recall@5"])}).swaplevel(0, 1).reindex(
-    [(m, w) for m in tt for w in ("ours (transfer)", "paper")])
+tr = rec.extra["transfer"] = tables.transfer(tcands, best, seen)
+tt = tr["values"]
+print("share of gold APIs whose tool is seen in ToolLens training:", {k: round(v, 2) for k, v in tr["gold_seen_share"].items()})
+print("queries:", tr["queries"], "| corpus sizes:", tr["documents"])
+tables.beside_paper(tt, "3", tables.COLS, ["ndcg@5", "recall@5"], label="ours (transfer)")
 
 # %% [markdown]
 # ## The paper's claims, checked on these tables (ours) and on the paper's printed numbers
@@ -437,9 +346,7 @@ pd.concat({"ours (transfer)": ourst, "paper": tables.paper_frame("3", list(tt), 
 # standard run.
 
 # %%
-paper_t = {name: analysis.table_values(tables.paper_frame(tab, list(t), cols, ["recall@5"]))
-           for name, tab, t, cols in [("t3", "3", t3, COLS), ("t5", "5", t5, ["seen-avg", "unseen-avg", "all-avg"]),
-                                      ("t6", "6", t6, COLS6), ("t7", "7", t7, COLS7)]}
+paper_t = tables.paper_tables(t3, t5, t6, t7)
 ours_claims = pd.DataFrame(analysis.claims(t3, t5, t6, t7, fig_rows)).set_index("claim")
 paper_claims = pd.DataFrame(analysis.claims(paper_t["t3"], paper_t["t5"], paper_t["t6"], paper_t["t7"])).set_index("claim")
 rec.extra["claims"] = ours_claims.reset_index().to_dict("records")

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from toolkit.data.contract import Document, Query, RetrievalDataset
+from toolkit.toolrerank import tables
 from toolkit.toolrerank.hierarchy import connected_components, extend_unseen, har_multi, har_single
 from toolkit.toolrerank.pipeline import Candidates, ToolRerankConfig, evaluate_method, grid_search, method_lists
 from toolkit.toolrerank.splits import make_split, seen_tools
@@ -452,3 +453,28 @@ def test_claims_read_the_tables():
     t3["Rerank-50"] = R(0.51)
     assert claims(t3, {}, {}, {})[0]["holds"] == "yes"
     assert claims({}, {}, {}, {}) == []
+
+
+def test_table_functions_on_a_toy_candidate_set():
+    from toolkit.toolrerank.splits import SINGLE_SUBSETS, SUBSETS
+    good, _ = _candidates({"q1": True, "q2": False})
+    bad, _ = _candidates({"q1": False, "q2": False})
+    cands = {name: good for name in SUBSETS}
+    best = ToolRerankConfig(m_s=3, m_u=6)
+    bm25 = {name: {"ndcg@5": 0.1, "recall@5": 0.2} for name in SUBSETS}
+    t3 = tables.table3(cands, bm25, best)
+    assert list(t3) == ["BM25", "DPR", "Rerank-10", "Rerank-30", "Rerank-50", "ToolRerank"]
+    assert t3["BM25"]["all-avg"]["recall@5"] == pytest.approx(0.2)
+    assert t3["DPR"] == tables.values(cands, "dpr")
+    assert len(tables.table5(cands, best)) == 9 and len(tables.table6(cands, best)) == 5
+    t7 = tables.table7(cands, best)
+    assert all(set(v) == set(SINGLE_SUBSETS) | {"single-avg"} for v in t7.values())
+    # the classifier's accuracy: both right, then q1 (one tool) called multi-tool
+    assert tables.classifier_accuracy({"x": good}) == {"x": 1.0}
+    assert tables.classifier_accuracy({"x": bad}) == {"x": 0.5}
+    proxy = tables.table4_proxy({"I1-Inst": good}, best)
+    assert set(proxy) == set(t3) - {"BM25"} and 0 <= proxy["DPR"]["I1-Inst"] <= 1
+    tr = tables.transfer({"toolbench-g1-tool": good}, best, seen={"C1/t1"})
+    assert tr["queries"] == {"I1-Tool": 2} and tr["gold_seen_share"]["I1-Tool"] == pytest.approx(0.5)
+    rows = tables.fig1a(cands, ms=[1, 3])
+    assert {(r["tools"], r["m"]) for r in rows} == {(p, m) for p in ("seen", "unseen") for m in (1, 3, "dpr")}

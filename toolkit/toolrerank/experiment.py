@@ -123,11 +123,6 @@ PROFILES = {
 }
 
 
-# evaluation sizes per profile: (queries per test subset, dev queries for the grid search, queries per
-# ToolBench group); 0 = all. standard: the paper's 100 per subset.
-EVAL_SIZES = {"smoke": (2, 6, 1), "standard": (100, 200, 20), "paper": (0, 600, 0)}
-
-
 @dataclass
 class Models:
     dual_encoder: Path
@@ -285,22 +280,22 @@ def load_models(models: Models, corpus_texts: dict[str, str], setup: Setup):
         QueryClassifier(models.classifier)
 
 
-def eval_sets(split: SeenUnseenSplit, subset_queries: int, dev_queries: int, seed: int = 0
+def eval_sets(split: SeenUnseenSplit, subset_queries: int | None, dev_queries: int | None, seed: int = 0
               ) -> dict[str, RetrievalDataset]:
-    """dev + the six mirror subsets, each a seeded sample (0 = all)."""
+    """dev + the six mirror subsets, each a seeded sample (None = all)."""
     from .splits import SUBSETS
-    out = {"dev": split.dev.sample(dev_queries or None, seed=seed)}
+    out = {"dev": split.dev.sample(dev_queries, seed=seed)}
     for name in SUBSETS:
-        out[name] = split.subset(name, subset_queries or None, seed=seed)
+        out[name] = split.subset(name, subset_queries, seed=seed)
     return out
 
 
 TRANSFER_GROUPS = ["g1-instruction", "g2-instruction", "g3-instruction", "g1-tool", "g1-category", "g2-category"]
 
 
-def transfer_sets(n_per_group: int, corpus: str = "pool", seed: int = 0, sample_pools_only: bool = False
+def transfer_sets(n_per_group: int | None, corpus: str = "pool", seed: int = 0, sample_pools_only: bool = False
                   ) -> dict[str, RetrievalDataset]:
-    """The six StableToolBench groups (``toolbench-<group>``), each a seeded sample (0 = all).
+    """The six StableToolBench groups (``toolbench-<group>``), each a seeded sample (None = all).
 
     corpus ``pool``: the APIs of all the group's candidate pools (api_lists); ``library``: all 16k
     APIs. ``sample_pools_only`` keeps only the pools of the sampled queries (smoke runs)."""
@@ -309,7 +304,7 @@ def transfer_sets(n_per_group: int, corpus: str = "pool", seed: int = 0, sample_
     from toolkit.data.toolbench import INSTRUCTION_FILES, instruction_queries, read_instruction_file
     out = {}
     for g in TRANSFER_GROUPS:
-        ds = load_dataset(f"toolbench-{g}", corpus=corpus).sample(n_per_group or None, seed=seed)
+        ds = load_dataset(f"toolbench-{g}", corpus=corpus).sample(n_per_group, seed=seed)
         if sample_pools_only:
             group = {x.lower().replace("_", "-"): x for x in STABLE_GROUPS}[g]
             _, _, pools = instruction_queries(read_instruction_file(data_file(INSTRUCTION_FILES[f"stable/{group}"])),

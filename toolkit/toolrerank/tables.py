@@ -71,3 +71,159 @@ def paper_frame(table: str, methods: list[str], columns: list[str], metrics: lis
     df = pd.DataFrame.from_dict(data, orient="index")
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     return df * 100 if pn["value"].max() <= 1.0 else df
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's tables, one function each (notebook 10_toolrerank's cells only call and show them)
+# --------------------------------------------------------------------------------------------
+
+# Table 2's grid (m_s, m_u ∈ {10, 30, 50}; τ_s, τ_m ∈ {0.6, …, 0.9}; n ∈ {2, 3, 4})
+GRID = {"m_s": [10, 30, 50], "m_u": [10, 30, 50], "tau_s": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
+        "tau_m": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9], "n": [2, 3, 4]}
+COLS = SEEN_SUBSETS + ["seen-avg"] + UNSEEN_SUBSETS + ["unseen-avg", "all-avg"]           # Table 3
+COLS5 = ["seen-avg", "unseen-avg", "all-avg"]                                              # Table 5
+COLS6 = SINGLE_SUBSETS + ["single-avg"] + MULTI_SUBSETS + ["multi-avg", "all-avg"]         # Table 6
+COLS7 = SINGLE_SUBSETS + ["single-avg"]                                                    # Table 7
+PAIRS5 = [(10, 50), (10, 30), (30, 50), (10, 10), (30, 30), (50, 50), (50, 10), (30, 10), (50, 30)]
+HAR6 = [("ToolRerank", "classifier"), ("ToolRerank (none)", "none"), ("ToolRerank (single)", "single"),
+        ("ToolRerank (multi)", "multi"), ("ToolRerank (oracle)", "oracle")]
+EXTENDED7 = [(False, True), (False, False), (True, True), (True, False)]
+FIG1A_M = [5, 10, 15, 20, 30, 40, 50]
+
+
+def methods(best) -> dict:
+    """Table 3's reranking methods: label -> what :func:`pipeline.method_lists` takes."""
+    return {"DPR": "dpr", "Rerank-10": "rerank-10", "Rerank-30": "rerank-30", "Rerank-50": "rerank-50",
+            "ToolRerank": best}
+
+
+def record_data(rec, split, n_queries: Mapping[str, int]) -> None:
+    """Table 1: training, dev and the six test subsets (sizes of our split, and how many are evaluated)."""
+    rec.add(paper="toolrerank", table="1", dataset="toolbench-all", method="train", metric="queries",
+            value=len(split.train.queries), note="ToolLens train minus dev and queries touching held-out tools/categories")
+    rec.add(paper="toolrerank", table="1", dataset="toolbench-all", method="dev", metric="queries",
+            value=len(split.dev.queries), note=f"{n_queries['dev']} used for the grid search")
+    for name in SUBSETS:
+        rec.add(paper="toolrerank", table="1", dataset=SUBSETS[name][0], method="test", metric="queries",
+                value=len(split.subsets[name]), note=f"ToolLens mirror of {name}; {n_queries[name]} evaluated")
+
+
+def table3(cands: Mapping[str, Candidates], bm25: dict, best) -> dict[str, dict]:
+    """Table 3: BM25 (given), DPR, Rerank-10/30/50, ToolRerank; NDCG@5 and Recall@5 per subset and average."""
+    t = {"BM25": add_averages(dict(bm25), ["seen-avg", "unseen-avg", "all-avg"])}
+    for label, m in methods(best).items():
+        t[label] = values(cands, m)
+    return t
+
+
+def table5(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
+    """Table 5: Adaptive Truncation, every (m_s, m_u) with the τ's at their best dev values (Recall@5)."""
+    from dataclasses import replace
+    return {f"ToolRerank (m_s={ms}, m_u={mu})": values(cands, replace(best, m_s=ms, m_u=mu), metrics=["recall@5"])
+            for ms, mu in PAIRS5}
+
+
+def table6(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
+    """Table 6: Hierarchy-Aware Reranking with each query-type source (Recall@5)."""
+    from dataclasses import replace
+    return {label: values(cands, replace(best, har=har), metrics=["recall@5"],
+                          averages=["single-avg", "multi-avg", "all-avg"]) for label, har in HAR6}
+
+
+def table7(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
+    """Table 7: the extended API list for seen / unseen tools, single-tool subsets (Recall@5)."""
+    from dataclasses import replace
+    single = {k: cands[k] for k in SINGLE_SUBSETS}
+    return {f"ToolRerank (extended seen={'yes' if es else 'no'}, unseen={'yes' if eu else 'no'})":
+            values(single, replace(best, extend_seen=es, extend_unseen=eu), metrics=["recall@5"],
+                   averages=["single-avg"]) for es, eu in EXTENDED7}
+
+
+def classifier_accuracy(cands: Mapping[str, Candidates]) -> dict[str, float]:
+    """Share of queries whose single/multi-tool type the classifier gets right, per subset (§4.4)."""
+    return {name: sum(c.single_pred[q] == c.is_single(q, "oracle") for q in c.dataset.queries) / len(c.dataset.queries)
+            for name, c in cands.items()}
+
+
+def fig1a(cands: Mapping[str, Candidates], ms=FIG1A_M) -> list[dict]:
+    """Figure 1(a): Recall@5 vs the number of candidates reranked, averaged over the seen and the
+    unseen subsets; ``m="dpr"`` rows are the retriever without reranking."""
+    from .analysis import recall_vs_candidates
+    curves = recall_vs_candidates(cands, ms)
+    return [{"tools": part, "m": m, "recall@5": sum(curves[n][m] for n in names) / len(names)}
+            for part, names in [("seen", SEEN_SUBSETS), ("unseen", UNSEEN_SUBSETS)] for m in list(ms) + ["dpr"]]
+
+
+def seen_bias(cands: Mapping[str, Candidates], depth: int) -> pd.DataFrame:
+    """Per subset: share of the top 5 taken by APIs of seen tools (DPR, Rerank-10/50, percent) and the
+    reranker's mean score of gold and non-gold candidates in the DPR top ``depth``."""
+    from .analysis import reranker_scores_by_label, seen_share_in_top
+    rows = {}
+    for name in SUBSETS:
+        c = cands[name]
+        row = {f"seen-tool share top5 {m}": seen_share_in_top(c, m.lower()) * 100 for m in ("DPR", "Rerank-10", "Rerank-50")}
+        row |= {f"score {k}": v for k, v in reranker_scores_by_label(c, depth).items()}
+        rows[name] = row
+    return pd.DataFrame(rows).T.round(3)
+
+
+def record_coverage(rec, cands: Mapping[str, Candidates], t3: dict, t6: dict, best, seed: int = 0) -> dict:
+    """§4.2 and §4.4's statistics: gold APIs in the DPR top 10 (seen vs unseen), ToolRerank's gain over
+    each Rerank-m, gold APIs cut by the truncation, the oracle classifier's gain, the NDCG@5 cost of
+    shuffling ToolRerank's top 5; returns the count of multi-tool gold APIs outside T sharing a tool."""
+    from .analysis import gold_in_top, gold_outside_truncation, outside_T_sharing_tool, shuffled_ndcg_drop
+    part = {p: {k: cands[k] for k in names} for p, names in
+            (("seen", SEEN_SUBSETS), ("unseen", UNSEEN_SUBSETS), ("single", SINGLE_SUBSETS), ("multi", MULTI_SUBSETS))}
+    for d in ("seen", "unseen"):
+        rec.add(paper="toolrerank", table="s4.2", dataset=d, method="DPR", metric="gold_in_top10",
+                value=gold_in_top(part[d], 10), note="pooled gold APIs of the three subsets")
+    for m in ["Rerank-10", "Rerank-30", "Rerank-50"]:
+        rec.add(paper="toolrerank", table="s4.2", dataset="all-avg", method=f"ToolRerank vs {m}", metric="delta_recall@5",
+                value=t3["ToolRerank"]["all-avg"]["recall@5"] - t3[m]["all-avg"]["recall@5"])
+    out_T = gold_outside_truncation(part["single"], best)
+    for d in ("seen", "unseen"):
+        rec.add(paper="toolrerank", table="s4.4", dataset=d, method="ToolRerank", metric="gold_outside_truncation",
+                value=out_T[d], note=f"single-tool subsets, {out_T['n_' + d]} gold APIs of {d} tools")
+    rec.add(paper="toolrerank", table="s4.4", dataset="all-avg", method="ToolRerank (oracle) vs ToolRerank",
+            metric="delta_recall@5",
+            value=t6["ToolRerank (oracle)"]["all-avg"]["recall@5"] - t6["ToolRerank"]["all-avg"]["recall@5"])
+    drops = {k: shuffled_ndcg_drop(c, best, seed=seed) for k, c in cands.items()}
+    rec.add(paper="toolrerank", table="s4.4", dataset="all-avg", method="ToolRerank (APIs shuffled)",
+            metric="ndcg@5_decrease", value=sum(drops.values()) / len(drops), note="top-5 shuffled, 5 shuffles per query")
+    return outside_T_sharing_tool(part["multi"], best)
+
+
+def table4_proxy(cands: Mapping[str, Candidates], best) -> dict[str, dict[str, float]]:
+    """Table 4's proxy: share of queries whose gold APIs are all in the top 5, per method and subset."""
+    from .analysis import all_gold_in_top
+    return {label: {name: all_gold_in_top(c, m) for name, c in cands.items()} for label, m in methods(best).items()}
+
+
+GROUP_LABEL = {"toolbench-g1-instruction": "I1-Inst", "toolbench-g2-instruction": "I2-Inst",
+               "toolbench-g3-instruction": "I3-Inst", "toolbench-g1-tool": "I1-Tool",
+               "toolbench-g1-category": "I1-Cat", "toolbench-g2-category": "I2-Cat"}
+
+
+def transfer(tcands: Mapping[str, Candidates], best, seen: set) -> dict:
+    """The six StableToolBench groups with the ToolLens-trained models: Table 3's methods per group,
+    the query and corpus sizes, and the share of gold APIs whose tool was seen in training."""
+    tc = {GROUP_LABEL[k]: v for k, v in tcands.items()}
+    share = {k: sum(c.tool_of(d) in seen for q in c.dataset.qrels for d in c.dataset.qrels[q]) /
+             max(1, sum(len(r) for r in c.dataset.qrels.values())) for k, c in tc.items()}
+    return {"values": {label: values(tc, m) for label, m in methods(best).items()},
+            "queries": {k: len(c.dataset.queries) for k, c in tc.items()},
+            "documents": {k: len(c.dataset.corpus) for k, c in tc.items()}, "gold_seen_share": share}
+
+
+def paper_tables(t3: dict, t5: dict, t6: dict, t7: dict) -> dict[str, dict]:
+    """The paper's Tables 3/5/6/7 (Recall@5) in the layout of ours, for :func:`analysis.claims`."""
+    from .analysis import table_values
+    return {name: table_values(paper_frame(tab, list(t), cols, ["recall@5"]))
+            for name, tab, t, cols in [("t3", "3", t3, COLS), ("t5", "5", t5, COLS5), ("t6", "6", t6, COLS6),
+                                       ("t7", "7", t7, COLS7)]}
+
+
+def beside_paper(ours: dict, table: str, cols: list[str], metrics: list[str], label: str = "ours") -> pd.DataFrame:
+    """Our rows interleaved with the paper's (percent), one (method, ours|paper) row each."""
+    o, p = frame(ours, cols, metrics), paper_frame(table, list(ours), cols, metrics)
+    return pd.concat({label: o, "paper": p}).swaplevel(0, 1).reindex([(m, w) for m in ours for w in (label, "paper")])

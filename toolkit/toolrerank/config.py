@@ -1,0 +1,70 @@
+"""One configuration object for notebook ``10_toolrerank`` (and ``scripts/train_toolrerank.py``): the
+evaluation sizes and the training :class:`~toolkit.toolrerank.experiment.Setup` of each profile.
+
+    cfg = config_for("standard")
+    cfg = config_for("standard", subset_queries=None, ce_neg_pool="all")   # a Setup field goes to cfg.setup
+
+Overrides are checked by name and type (:func:`toolkit.config.overridden`); a name that is a field of
+``Setup`` changes the training setup (and so the models' cache key), any other must be a field here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from toolkit.config import overridden
+from toolkit.toolrerank.experiment import PROFILES as SETUPS
+from toolkit.toolrerank.experiment import Setup
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    profile: str = "smoke"
+    setup: Setup = SETUPS["smoke"]
+    subset_queries: int | None = 2         # queries per test subset, seeded sample (None: all)
+    dev_queries: int | None = 6            # dev queries for the grid search (None: all)
+    transfer_queries: int | None = 1       # queries per StableToolBench group (None: all)
+    depth: int = 50                        # DPR candidates given to the reranker (the largest m of the grid)
+    seed: int = 0                          # evaluation samples
+    toolbench_release_dir: str | None = None   # ToolBench data/retrieval/ (G1/ G2/ G3/): the paper's own protocol
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILE_NAMES:
+            raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
+        for name in ("subset_queries", "dev_queries", "transfer_queries"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"10_toolrerank parameter {name} must be >= 1 or None (all), got {v}")
+        if self.depth < 10:
+            raise ValueError(f"10_toolrerank parameter depth must be >= 10 (Rerank-10 needs it), got {self.depth}")
+        if self.seed < 0:
+            raise ValueError(f"10_toolrerank parameter seed must be >= 0, got {self.seed}")
+
+
+PROFILE_NAMES = ("smoke", "standard", "paper")
+PROFILES = {
+    "smoke": ExperimentConfig(profile="smoke", setup=SETUPS["smoke"]),
+    # the paper's 100 queries per subset; 200 dev queries for the grid search, 20 per ToolBench group
+    "standard": ExperimentConfig(profile="standard", setup=SETUPS["standard"], subset_queries=100, dev_queries=200,
+                                 transfer_queries=20),
+    "paper": ExperimentConfig(profile="paper", setup=SETUPS["paper"], subset_queries=None, dev_queries=600,
+                              transfer_queries=None),
+}
+
+
+def config_for(profile: str, **overrides) -> ExperimentConfig:
+    """The profile's configuration with ``overrides`` (experiment fields, or ``Setup`` fields)."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {profile!r}")
+    base = PROFILES[profile]
+    setup_names = {f.name for f in fields(Setup)} - {"profile"}
+    own = {k: v for k, v in overrides.items() if k not in setup_names}
+    setup_over = {k: v for k, v in overrides.items() if k in setup_names}
+    try:
+        cfg = overridden("10_toolrerank", base, own, fixed=("profile", "setup"))
+    except ValueError as e:
+        if "has no parameter" in str(e):
+            raise ValueError(f"{e}; or a training Setup field: {', '.join(sorted(setup_names))}") from None
+        raise
+    if setup_over:
+        cfg = replace(cfg, setup=overridden("10_toolrerank (Setup)", base.setup, setup_over))
+    return cfg

@@ -353,44 +353,95 @@ rec.extra["claims"] = ours_claims.reset_index().to_dict("records")
 ours_claims.join(paper_claims.add_suffix(" (paper)"))
 
 # %% [markdown]
-# ## Reading (standard run of 2026-11-23)
+# ## Reading
 #
-# **Setting.** MiniLM-sized DPR, reranker and classifier, each one CPU epoch over the 9,341 ToolLens training
-# queries (one gold API per query), evaluated on 100 queries per mirror subset. Absolute numbers are not comparable
-# with the paper's (other queries, a 464-API corpus, bert-base trained on ≈170k ToolBench queries on a GPU): all-avg
-# Recall@5 BM25 43.0 / 47.2, DPR 63.4 / 75.2, ToolRerank 60.3 / 84.2 (ours / paper). The claims:
-#
-# - **Reranking helps — holds for seen tools only.** Rerank-10 lifts seen-avg Recall@5 from 59.7 (DPR) to 65.8
-#   (I1-Inst 71.7 → 77.7), but lowers unseen-avg from 67.1 to 54.2, so every Rerank-m is below DPR on all-avg
-#   (60.0 / 49.1 / 40.1 vs 63.4). The reranker generalises worse than the DPR to tools it never saw: it scores gold
-#   unseen-tool APIs 0.52–0.61 against 0.34–0.45 for wrong candidates (on seen tools 0.74–0.84 vs 0.34–0.44), and with
-#   50 candidates it fills 72–78 % of the unseen queries' top 5 with seen-tool APIs (DPR: 44–61 %).
-# - **Fewer candidates for seen tools, more for unseen — does not hold.** Figure 1(a): seen tools peak at m = 20
-#   (66.2; m = 10: 65.8) and fall to 54.0 at m = 50, as in the paper; unseen tools are best with no reranking and fall
-#   monotonically (m = 10: 54.2, m = 50: 26.2). The paper's premise (gold unseen APIs rank lower in DPR, so the
-#   reranker needs more of them) is reversed here: the DPR puts 81.5 % of unseen gold APIs in its top 10 and 69.2 % of
-#   seen ones (paper 70.2 / 91.9), because the held-out categories (Business, Gaming) are lexically distinctive while
-#   the seen subsets hold ToolLens's many near-duplicate news/finance/sports tools.
-# - **m_s < m_u beats equal and reversed — does not hold** (Table 5): m_s = m_u = 10 is best (60.3), then
-#   (10, 30) 57.8; the reversed rows are lowest (≤ 47.8), and the grid search on dev picks (10, 10). It follows from
-#   the previous point.
-# - **HAR helps when its algorithm matches the query type — holds for Algorithm 1, neutral for Algorithm 2.** On
-#   single-tool subsets Algorithm 1 raises Recall@5 from 61.9 (none) to 62.9 (all single) / 62.6 (classifier) and
-#   Algorithm 2 lowers it (61.2); on multi-tool subsets Algorithm 2 is neutral (58.2 → 58.1) and the oracle classifier
-#   adds +0.2 over ours (paper +0.3; classifier accuracy 73.7 % vs 93.3 %, weakest on I1-Tool 51 % and I2-Cat 44 %).
-# - **Extended list for unseen tools only — holds**, in the paper's order (Table 7 single-avg: unseen only 62.6 >
-#   none 62.2 > both 62.0 > seen only 61.7; paper 88.3 > 87.7 = 87.7 > 87.1), with small effects because ToolLens
-#   tools have 1.5 APIs on average.
-# - **ToolRerank beats every Rerank-m — holds, barely** (60.3 vs Rerank-10 60.0; paper +5.0), and its order within
-#   the top 5 carries signal (shuffling it costs 9.5 NDCG@5 points; paper 16.5).
-#
-# **Negatives matter.** The first standard run mined the reranker's hard negatives from the whole library
-# (`ce_neg_pool="all"`; kept as `results/10_toolrerank/ce_neg_pool_all.json`): each held-out API was a training
-# negative 16 times on average and never a positive (1,775 of 9,341 negatives), the reranker learned to reject unseen tools (gold I1-Tool APIs 0.12 vs
-# wrong seen-tool APIs 0.40; Rerank-30/50 Recall@5 = 0 on I1-Tool and I1-Cat) and ToolRerank reached only 50.7 all-avg.
-# Mining only among seen tools' APIs (this run) gives 60.3. Table 4 is not runnable; its proxy (all gold APIs in the
-# top 5) follows Recall@5. The ToolBench transfer (20 queries per group, tools mostly unseen) repeats the unseen picture:
-# DPR 70.1, Rerank-10 58.2, ToolRerank 56.6 all-avg Recall@5.
+# Every number is looked up in this run's results (`toolkit.report.Reading` over the recorded cells, the claims table
+# and the diagnostics above), so the text follows the run it is in; the smoke profile's few queries per subset mean
+# nothing. Recall@5 in percent unless said otherwise.
+
+# %%
+from IPython.display import Markdown, display  # noqa: E402
+
+from toolkit.report import Reading  # noqa: E402
+
+R = Reading.from_cells(rec.cells, "toolrerank", tail=("recall@5",))
+verdict = {r["claim"].split(" (")[0]: r["holds"] for r in rec.extra["claims"]}
+fig = {(r["tools"], r["m"]): r["recall@5"] for r in fig_rows}
+best_m = {part: max((m for (p_, m) in fig if p_ == part and m != "dpr"), key=lambda m: fig[(part, m)])
+          for part in ("seen", "unseen")}
+unseen_rows = diag.loc[UNSEEN_SUBSETS]
+seen_rows = diag.loc[SEEN_SUBSETS]
+
+
+def span(col, rows, fmt=".2f"):
+    return f"{rows[col].min():{fmt}}–{rows[col].max():{fmt}}" if col in rows else "n/a"
+
+
+all_pool = None
+_p = rec.path.parent / "ce_neg_pool_all.json"
+if _p.is_file() and profile == "standard":
+    all_pool = next((c["value"] for c in json.loads(_p.read_text())["cells"] if (c["table"], c["dataset"], c["method"],
+                     c["metric"]) == ("3", "all-avg", "ToolRerank", "recall@5")), None)
+text = R.format(f"""
+**Setting.** {setup.base} DPR, reranker and classifier trained on the {len(split.train.queries):,} ToolLens training
+queries ({setup.de_epochs} epoch(s); {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
+reranker negatives from the {"off-the-shelf encoder" if setup.ce_neg_source == "base" else "trained DPR"}, among
+{"seen tools' APIs" if setup.ce_neg_pool == "seen" else "the whole library"}), evaluated on
+{cfg.subset_queries or "all"} queries per mirror subset. Absolute numbers are not comparable with the paper's (other
+queries, a {len(split.pool.corpus):,}-API corpus, bert-base trained on ≈170k ToolBench queries on a GPU): all-avg
+BM25 {{3|all-avg|BM25!p}} / {{paper:3|all-avg|BM25!p}}, DPR {{3|all-avg|DPR!p}} / {{paper:3|all-avg|DPR!p}},
+ToolRerank {{3|all-avg|ToolRerank!p}} / {{paper:3|all-avg|ToolRerank!p}} (ours / paper).
+
+- **Reranking helps: {verdict.get("reranking helps", "n/a")}.** Rerank-10 moves seen-avg from {{3|seen-avg|DPR!p}} (DPR)
+  to {{3|seen-avg|Rerank-10!p}} and unseen-avg from {{3|unseen-avg|DPR!p}} to {{3|unseen-avg|Rerank-10!p}}; all-avg
+  Rerank-10/30/50 {{3|all-avg|Rerank-10!p}} / {{3|all-avg|Rerank-30!p}} / {{3|all-avg|Rerank-50!p}} vs DPR
+  {{3|all-avg|DPR!p}} (paper {{paper:3|all-avg|Rerank-10!p}} / {{paper:3|all-avg|Rerank-30!p}} /
+  {{paper:3|all-avg|Rerank-50!p}} vs {{paper:3|all-avg|DPR!p}}). On the unseen subsets the reranker scores gold APIs
+  {span("score gold", unseen_rows)} against {span("score other (seen tool)", unseen_rows)} for wrong seen-tool
+  candidates (seen subsets: {span("score gold", seen_rows)} vs {span("score other (seen tool)", seen_rows)}), and with 50
+  candidates seen-tool APIs fill {span("seen-tool share top5 Rerank-50", unseen_rows, ".0f")} % of the unseen queries' top 5
+  (DPR: {span("seen-tool share top5 DPR", unseen_rows, ".0f")} %).
+- **Fewer candidates for seen tools, more for unseen: {verdict.get("fewer candidates for seen tools, more for unseen", "n/a")}.**
+  Figure 1(a): seen tools peak at m = {best_m["seen"]} ({{fig_seen_best!p}}; m = 10: {{fig_seen_10!p}}, m = 50:
+  {{fig_seen_50!p}}), unseen at m = {best_m["unseen"]} ({{fig_unseen_best!p}}; m = 10: {{fig_unseen_10!p}}, m = 50:
+  {{fig_unseen_50!p}}; no reranking: {{fig_unseen_dpr!p}}). The premise behind it — gold APIs of unseen tools rank
+  lower in the DPR — reads here: DPR top 10 holds {{s4.2|seen|DPR|gold_in_top10!p}} % of seen and
+  {{s4.2|unseen|DPR|gold_in_top10!p}} % of unseen gold APIs (paper {{paper:s4.2|seen|DPR|gold_in_top10!p}} /
+  {{paper:s4.2|unseen|DPR|gold_in_top10!p}}).
+- **m_s < m_u beats equal and reversed: {verdict.get("m_s < m_u beats m_s = m_u and m_s > m_u", "n/a")}** (Table 5):
+  (10, 50) {{5|all-avg|ToolRerank (m_s=10, m_u=50)!p}}, (10, 30) {{5|all-avg|ToolRerank (m_s=10, m_u=30)!p}}, (10, 10)
+  {{5|all-avg|ToolRerank (m_s=10, m_u=10)!p}}, (50, 10) {{5|all-avg|ToolRerank (m_s=50, m_u=10)!p}}; the grid search on
+  dev picked (m_s, m_u) = ({best.m_s}, {best.m_u}).
+- **HAR helps when its algorithm matches the query type: {verdict.get("HAR helps when it matches the query type", "n/a")}.**
+  Single-tool average: none {{6|single-avg|ToolRerank (none)!p}} → Algorithm 1 {{6|single-avg|ToolRerank (single)!p}}
+  (classifier {{6|single-avg|ToolRerank!p}}); multi-tool: none {{6|multi-avg|ToolRerank (none)!p}} → Algorithm 2
+  {{6|multi-avg|ToolRerank (multi)!p}}; the oracle classifier adds {{s4.4|all-avg|ToolRerank (oracle) vs ToolRerank|delta_recall@5!+p}}
+  (paper {{paper:s4.4|all-avg|ToolRerank (oracle) vs ToolRerank|delta_recall@5!+p}}); classifier accuracy
+  {{s4.4|all-avg|classifier|accuracy!p}} % (paper {{paper:s4.4|all-avg|classifier|accuracy!p}}), lowest on
+  {min(acc, key=acc.get)} ({acc[min(acc, key=acc.get)]:.0%}).
+- **Extended list for unseen tools only: {verdict.get("extended list for unseen tools only is best", "n/a")}** (Table 7,
+  single-avg): unseen only {{7|single-avg|ToolRerank (extended seen=no, unseen=yes)!p}}, none
+  {{7|single-avg|ToolRerank (extended seen=no, unseen=no)!p}}, both {{7|single-avg|ToolRerank (extended seen=yes, unseen=yes)!p}},
+  seen only {{7|single-avg|ToolRerank (extended seen=yes, unseen=no)!p}}.
+- **ToolRerank beats every Rerank-m: {verdict.get("ToolRerank > every Rerank-m", "n/a")}** ({{3|all-avg|ToolRerank!p}} vs
+  Rerank-10 {{3|all-avg|Rerank-10!p}}; paper {{paper:3|all-avg|ToolRerank - paper:3|all-avg|Rerank-10!+p}}), and its
+  order within the top 5 carries signal: shuffling it costs {{s4.4|all-avg|ToolRerank (APIs shuffled)|ndcg@5_decrease!p}}
+  NDCG@5 points (paper {{paper:s4.4|all-avg|ToolRerank (APIs shuffled)|ndcg@5_decrease!p}}).
+
+**Negatives matter.** Reranker negatives drawn from the whole library (`ce_neg_pool="all"`, kept as
+`results/10_toolrerank/ce_neg_pool_all.json`) make every held-out API a training negative that is never a positive;
+that run's ToolRerank all-avg Recall@5 is {{all_pool!p}} against {{3|all-avg|ToolRerank!p}} here. Table 4 is not
+runnable; its proxy (all gold APIs in the top 5) follows Recall@5. The StableToolBench transfer
+({sum(tr["queries"].values())} queries, tools mostly unseen) gives all-avg DPR {{tr_dpr!p}}, Rerank-10 {{tr_r10!p}},
+ToolRerank {{tr_tr!p}}.
+""", fig_seen_best=fig.get(("seen", best_m["seen"])), fig_seen_10=fig.get(("seen", 10)), fig_seen_50=fig.get(("seen", 50)),
+    fig_unseen_best=fig.get(("unseen", best_m["unseen"])), fig_unseen_10=fig.get(("unseen", 10)),
+    fig_unseen_50=fig.get(("unseen", 50)), fig_unseen_dpr=fig.get(("unseen", "dpr")), all_pool=all_pool,
+    **{k: tt[m].get("all-avg", {}).get("recall@5") for k, m in (("tr_dpr", "DPR"), ("tr_r10", "Rerank-10"),
+                                                                 ("tr_tr", "ToolRerank"))})
+display(Markdown(text))
+if R.missing:
+    print(f"{len(set(R.missing))} numbers are not in this run (n/a above):", ", ".join(sorted(set(R.missing))[:6]))
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}

@@ -40,3 +40,12 @@ def test_from_frames_reads_long_and_wide_frames():
 
 def test_a_field_may_wrap_across_lines():
     assert _r().format("{s|Dense -\n s|BM25}") == "+0.298"
+
+
+def test_percentage_points_and_recorded_cells():
+    r = _r()
+    assert r.format("{s|Dense|recall@5!p} / {s|Dense - s|BM25!+p}") == "80.0 / +29.8"
+    cells = [{"paper": "toolrerank", "table": "3", "dataset": "all-avg", "method": "DPR", "metric": "recall@5",
+              "value": 0.634}]
+    r = Reading.from_cells(cells, "toolrerank", tail=("recall@5",))
+    assert r.format("{3|all-avg|DPR!p} vs {paper:3|all-avg|DPR!p}") == "63.4 vs 75.2"

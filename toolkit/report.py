@@ -39,7 +39,8 @@ class Reading:
     - ``{A - B}`` the signed difference of two such refs (default ``+.3f``), ``{A % B}`` the relative
       change A/B - 1 (default ``+.0%``);
     - ``{name}``: a keyword value given to :meth:`format` (counts, derived figures);
-    - ``{toole-single|Dense!.2f}``: an explicit format (default ``.3f``; ``,`` for integers).
+    - ``{toole-single|Dense!.2f}``: an explicit format (default ``.3f``; ``,`` for integers); ``!p`` and
+      ``!+p`` print a fraction in percentage points (``43.0``, ``+5.1``), as the papers do.
 
     A key with fewer parts than the mapping's keys is completed from the end of its ``tail``
     (e.g. the metric), so prose can say ``{toole-single|Dense}``. A missing value prints as
@@ -54,6 +55,15 @@ class Reading:
         self.ours, self.paper = dict(ours or {}), dict(paper or {})
         self.tail, self.paper_tail = tuple(tail), tuple(paper_tail)
         self.missing: list[str] = []
+
+    @classmethod
+    def from_cells(cls, cells: list[dict], paper: str, tail: tuple = ()) -> "Reading":
+        """``ours`` from recorded cells and ``paper`` from the paper's numbers, both keyed (table,
+        dataset, method, metric)."""
+        from .compare import load_paper_numbers
+        ours = {(c["table"], c["dataset"], c["method"], c["metric"]): c["value"] for c in cells if c["paper"] == paper}
+        pn = {(r.table, r.dataset, r.method, r.metric): r.value for r in load_paper_numbers(paper).itertuples()}
+        return cls(ours, pn, tail, tail)
 
     @classmethod
     def from_frames(cls, values: pd.DataFrame, key: list[str], metrics: list[str] | None = None,
@@ -113,5 +123,7 @@ class Reading:
             v, default = self.value(field, named)
             if v is None or (isinstance(v, float) and v != v):
                 return "n/a"
+            if spec in ("p", "+p"):                       # percentage points, as the papers print
+                return format(v * 100, "+.1f" if spec == "+p" else ".1f")
             return format(v, spec or default)
         return re.sub(r"\{([^{}]+)\}", sub, text)

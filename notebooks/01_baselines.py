@@ -16,73 +16,48 @@
 #   paper): both rows are *our* dense model, labelled with the paper's method name so `compare` lines them up.
 # - BM25: bm25s, Okapi/Robertson BM25 with k1 = 1.5, b = 0.75 (Re-Invoke's stated setting), lower-cased word
 #   tokens with no stemming and no stop-word removal. No paper states its tokenization; this one lands
-#   closest to Re-Invoke's printed ToolE numbers (Snowball stemming + stop words raise ToolE single-tool
-#   nDCG@5 from ≈0.37 to ≈0.48 — set `bm25_stemmer="english"`, `bm25_stopwords="en"` to see it).
+#   closest to Re-Invoke's printed ToolE numbers (the other tokenizations are measured below, "How much BM25
+#   tokenization moves ToolE"; `overrides={"bm25_stemmer": "english", "bm25_stopwords": "en"}` runs one throughout).
 # - Metrics follow `toolkit.metrics`: binary relevance, NDCG with the ideal DCG from the qrels, recall@k =
 #   |relevant ∩ top-k| / |relevant|; trec_eval tie-breaking.
 # - `smoke` evaluates a seeded sample of queries per dataset against the candidate pools only (seconds);
 #   `standard` runs every query against the whole library.
 
 # %% tags=["parameters"]
-profile = "smoke"              # smoke | standard | paper
-dense_model = "minilm"         # minilm | mpnet | a local sentence-transformers directory
-toolbench_corpus = "library"   # library (16,427 APIs) | pool (each group's candidate pools)
-toolbench_release_dir = ""     # paper profile: ToolBench's data/retrieval/ (G1/, G2/, G3/) for I1/I2/I3
-bm25_k1 = 1.5
-bm25_b = 0.75
-bm25_method = "robertson"      # robertson (Okapi, Robertson & Zaragoza 2009) | lucene
-bm25_stemmer = ""              # empty = none, closest to the printed Re-Invoke BM25; or english
-bm25_stopwords = ""            # empty = none; or en
-ties = "trec"                  # trec (pytrec_eval's order) | sklearn (tie-averaged, as ToolBench's evaluator)
-k = 100                        # retrieval depth
-smoke_queries = 20             # queries per dataset in the smoke profile
-seed = 0
+profile = "smoke"   # smoke | standard | paper
+overrides = {}      # any field of toolkit.baselines.BaselinesConfig, e.g. {"dense_model": "mpnet", "bm25_stemmer": "english"}
 
 # %%
-import pandas as pd
+from dataclasses import asdict
 
+import pandas as pd
+from IPython.display import Markdown, display
+
+from toolkit import baselines as B
 from toolkit.data import load_dataset, load_retrieval_dir
-from toolkit.experiment import evaluate_grid, macro_average, means
-from toolkit.report import side_by_side
+from toolkit.experiment import evaluate_grid
+from toolkit.report import Reading, side_by_side
 from toolkit.results import Recorder
 from toolkit.retrieval import build_retriever
 
-rec = Recorder("01_baselines", profile, parameters=dict(
-    dense_model=dense_model, toolbench_corpus=toolbench_corpus, toolbench_release_dir=toolbench_release_dir,
-    bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method, bm25_stemmer=bm25_stemmer,
-    bm25_stopwords=bm25_stopwords, ties=ties, k=k, smoke_queries=smoke_queries, seed=seed))
-smoke = profile == "smoke"
-corpus = "pool" if smoke else toolbench_corpus
-GROUPS = ["g1-instruction", "g1-tool", "g1-category", "g2-instruction", "g2-category", "g3-instruction"]
-names = ["toole-single", "toole-multi", "ultratool"] + [f"toolbench-{g}" for g in GROUPS]
+cfg = B.config_for(profile, **overrides)
+rec = Recorder("01_baselines", profile, parameters={"overrides": overrides,
+                                                    **{k_: v for k_, v in asdict(cfg).items() if k_ != "profile"}})
 data = {}
-for name in names:
-    ds = load_dataset(name, **({"corpus": corpus} if name.startswith("toolbench") else {}))
-    data[name] = ds.sample(smoke_queries, seed=seed) if smoke else ds
-if profile == "paper" and toolbench_release_dir:
+for name in B.DATASETS:
+    ds = load_dataset(name, **({"corpus": cfg.corpus} if name.startswith("toolbench") else {}))
+    data[name] = ds.sample(cfg.sample_queries, seed=cfg.seed)
+if cfg.toolbench_release_dir:
     for i in (1, 2, 3):
-        data[f"toolbench-i{i}-release"] = load_retrieval_dir(f"{toolbench_release_dir}/G{i}", "test")
+        data[f"toolbench-i{i}-release"] = load_retrieval_dir(f"{cfg.toolbench_release_dir}/G{i}", "test")
 pd.DataFrame([d.stats() for d in data.values()]).set_index("dataset")[["queries", "documents", "qrels"]]
 
 # %%
-METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "recall@1", "recall@5"]
-retrievers = {
-    "BM25": lambda: build_retriever("bm25", k1=bm25_k1, b=bm25_b, method=bm25_method,
-                                    stemmer=bm25_stemmer or None, stopwords=bm25_stopwords or None),
-    "Dense": lambda: build_retriever(dense_model),
-}
-per_query, runs, timings = evaluate_grid(data, retrievers, METRICS, k=k, ties=ties)
-UNIONS = {"toolbench-i1": [f"toolbench-{g}" for g in GROUPS[:3]],
-          "toolbench-i2": [f"toolbench-{g}" for g in GROUPS[3:5]],
-          "toolbench-i3": ["toolbench-g3-instruction"],
-          "toolbench-all": [f"toolbench-{g}" for g in GROUPS]}
-table = means(per_query, UNIONS)
-SEEN, UNSEEN = ["g1-instruction", "g2-instruction", "g3-instruction"], ["g1-tool", "g1-category", "g2-category"]
-averages = pd.concat([macro_average(table, "seen-avg", [f"toolbench-{g}" for g in SEEN]),
-                      macro_average(table, "unseen-avg", [f"toolbench-{g}" for g in UNSEEN]),
-                      macro_average(table, "all-avg", [f"toolbench-{g}" for g in GROUPS])])
-table = pd.concat([table, averages], ignore_index=True)
-value = {(r.dataset, r.method, r.metric): (r.mean, r.count) for r in table.itertuples()}
+retrievers = {"BM25": lambda: build_retriever("bm25", **cfg.bm25_params()),
+              "Dense": lambda: build_retriever(cfg.dense_model)}
+per_query, runs, timings = evaluate_grid(data, retrievers, B.METRICS, k=cfg.k, ties=cfg.ties)
+table = B.baseline_table(per_query)
+value = B.lookup(table)
 timings.round(2)
 
 # %%
@@ -95,15 +70,7 @@ for name in ["toole-single", "toole-multi", "toolbench-g1-instruction", "toolben
 # ## Re-Invoke Tables 1 and 6 — BM25 and dense rows
 
 # %%
-dense_note = f"{dense_model} in place of Vertex AI textembedding-gecko@003"
-for name in ["toolbench-i1", "toolbench-i2", "toolbench-i3", "toole-single", "toole-multi"]:
-    for method in ["BM25", "Dense"]:
-        note = dense_note if method == "Dense" else ""
-        mean, n = value[(name, method, "ndcg@5")]
-        rec.add(paper="reinvoke", table="1", dataset=name, method=method, metric="ndcg@5", value=mean, n_queries=n, note=note)
-        for metric in ["ndcg@1", "ndcg@5", "recall@1", "recall@5"]:
-            mean, n = value[(name, method, metric)]
-            rec.add(paper="reinvoke", table="6", dataset=name, method=method, metric=metric, value=mean, n_queries=n, note=note)
+B.record_reinvoke(rec, table, cfg.dense_model)
 side_by_side(rec, "reinvoke", "6").round(4)
 
 # %% [markdown]
@@ -113,10 +80,7 @@ side_by_side(rec, "reinvoke", "6").round(4)
 # only names the subsets). Averages are unweighted means over subsets, as the paper's Average columns are.
 
 # %%
-for name in [f"toolbench-{g}" for g in GROUPS] + ["seen-avg", "unseen-avg", "all-avg"]:
-    for metric in ["ndcg@5", "recall@5"]:
-        mean, n = value[(name, "BM25", metric)]
-        rec.add(paper="toolrerank", table="3", dataset=name, method="BM25", metric=metric, value=mean, n_queries=n)
+B.record_toolrerank(rec, table)
 side_by_side(rec, "toolrerank", "3").round(4)
 
 # %% [markdown]
@@ -125,39 +89,69 @@ side_by_side(rec, "toolrerank", "3").round(4)
 # "All" is the union of the six groups (every query counted once). T-Eval has no public queries.
 
 # %%
-ada_note = f"{dense_model} in place of OpenAI text-embedding-ada-002"
-for name, metrics, table_no in [(n, ["ndcg@1", "ndcg@3", "ndcg@5"], "2") for n in
-                                ["toolbench-i1", "toolbench-i2", "toolbench-i3", "toolbench-all"]] + \
-                               [("ultratool", ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"], "3")]:
-    for method, label in [("BM25", "BM25"), ("Dense", "Ada Embedding")]:
-        for metric in metrics:
-            mean, n = value[(name, method, metric)]
-            rec.add(paper="iterative_feedback", table=table_no, dataset=name, method=label, metric=metric,
-                    value=mean, n_queries=n, note=ada_note if method == "Dense" else "")
+B.record_feedback(rec, table, cfg.dense_model)
 pd.concat([side_by_side(rec, "iterative_feedback", "2"), side_by_side(rec, "iterative_feedback", "3")], axis=1).round(4)
 
 # %% [markdown]
-# ## Reading (standard profile, `results/01_baselines/standard.json`)
+# ## How much BM25 tokenization moves ToolE
 #
-# - **ToolE, same data as Re-Invoke: close.** BM25 nDCG@5 0.366 on all 20,550 single-tool queries
-#   against the printed 0.3735 (Table 1; 0.3732 in Table 6), nDCG@1 0.283 vs 0.272, recall@5 0.441 vs
-#   0.462. The remaining gap is tokenization, which no paper states: rank_bm25's IDF floor
-#   (`bm25-rank`, ε = 0.25) gives 0.369, Lucene's IDF 0.359, and stemming + stop words 0.480 — a spread
-#   ten times the gap. ToolE multi-tool BM25 is 0.223 vs 0.263. The dense row (MiniLM in place of
-#   Vertex AI gecko) lands on the paper: 0.661 vs 0.652 single-tool, 0.494 vs 0.530 multi-tool.
-# - **ToolBench: not comparable cell by cell, and the papers disagree among themselves.** Our queries are
-#   StableToolBench's solvable subset and our corpus is the whole 16,427-API library. BM25 I1 nDCG@5 is
-#   0.483 here, against 0.359 (Re-Invoke, all 87k I1 queries, 10,439-API corpus), 0.197 (feedback paper)
-#   and 0.452 on I1-Inst (ToolRerank). ToolRerank's BM25 averages come out near ours (all-avg NDCG@5
-#   43.2 vs 44.4) though individual subsets differ by up to 14 points.
-# - **Dense vs BM25 on ToolBench: the papers' ordering does not hold for MiniLM.** All three papers find
-#   dense retrieval better than BM25; with MiniLM (256-token limit, ToolBench documents with long
-#   parameter lists) BM25 is better on every ToolBench set (I1 0.483 vs 0.415 nDCG@5), while MiniLM
-#   beats BM25 by far on ToolE (short documents) and UltraTool. A stronger encoder (`dense_model="mpnet"`)
-#   is the obvious next check; it was not run in the standard profile for time (mpnet encodes ≈6×
-#   slower than MiniLM here).
-# - **UltraTool**: both our rows are above the feedback paper's (BM25 31.3 vs 16.0 nDCG@5; dense 60.6 vs
-#   39.9 for Ada): our corpus is the 436 tools the test file documents, not TR-bench's 498.
+# No paper states its BM25 tokenization or IDF. BM25 variants on ToolE single-tool (the same queries as above),
+# nDCG@5 beside our setting: the spread is the uncertainty of every BM25 row.
+
+# %%
+variants = {"ours": value[("toole-single", "BM25", "ndcg@5")][0]}
+for label, (name, params) in B.BM25_VARIANTS.items():
+    pq, _, _ = evaluate_grid({"toole-single": data["toole-single"]}, {label: lambda: build_retriever(name, **params)},
+                             ["ndcg@5"], k=cfg.k, ties=cfg.ties, log=None)
+    variants[label] = float(pq["value"].mean())
+rec.extra["bm25_variants_toole_single_ndcg@5"] = variants
+pd.Series(variants, name="ToolE single nDCG@5").round(4).to_frame()
+
+# %% [markdown]
+# ## Reading
+#
+# Numbers looked up in this run (`toolkit.report.Reading`); the smoke profile's 20 queries per dataset against the
+# candidate pools mean nothing.
+
+# %%
+from toolkit.compare import load_paper_numbers  # noqa: E402
+
+pn = {(r.paper, r.table, r.dataset, r.method, r.metric): r.value
+      for r in load_paper_numbers(["reinvoke", "toolrerank", "iterative_feedback"]).itertuples()}
+R = Reading({key: v for key, (v, n) in value.items()}, pn, tail=("ndcg@5",), paper_tail=("ndcg@5",))
+var = rec.extra["bm25_variants_toole_single_ndcg@5"]
+gap = abs(value[("toole-single", "BM25", "ndcg@5")][0] - pn[("reinvoke", "1", "toole-single", "BM25", "ndcg@5")])
+spread = max(var.values()) - min(var.values())
+dense_wins_toolbench = all(value[(d, "BM25", "ndcg@5")][0] > value[(d, "Dense", "ndcg@5")][0]
+                           for d in ("toolbench-i1", "toolbench-i2", "toolbench-i3"))
+display(Markdown(R.format(f"""
+- **ToolE, same data as Re-Invoke.** BM25 nDCG@5 {{toole-single|BM25}} on {len(data["toole-single"].queries):,}
+  single-tool queries against the printed {{paper:reinvoke|1|toole-single|BM25}} (Table 6:
+  {{paper:reinvoke|6|toole-single|BM25}}), nDCG@1 {{toole-single|BM25|ndcg@1}} vs {{paper:reinvoke|6|toole-single|BM25|ndcg@1}},
+  recall@5 {{toole-single|BM25|recall@5}} vs {{paper:reinvoke|6|toole-single|BM25|recall@5}}. The gap ({gap:.3f}) is
+  {"small next to" if gap < spread else "not explained by"} what tokenization does, which no paper states: rank_bm25's IDF floor gives
+  {{v_floor}}, Lucene's IDF {{v_lucene}}, Snowball stemming + stop words {{v_stem}} — a spread of {spread:.3f}.
+  ToolE multi-tool BM25 is {{toole-multi|BM25}} vs {{paper:reinvoke|1|toole-multi|BM25}}. The dense row
+  ({cfg.dense_model} in place of Vertex AI gecko): {{toole-single|Dense}} vs {{paper:reinvoke|1|toole-single|Dense}}
+  single-tool, {{toole-multi|Dense}} vs {{paper:reinvoke|1|toole-multi|Dense}} multi-tool.
+- **ToolBench: not comparable cell by cell, and the papers disagree among themselves.** Our queries are
+  StableToolBench's solvable subset and our corpus is {"the whole 16,427-API library" if cfg.corpus == "library" else "the candidate pools"}.
+  BM25 I1 nDCG@5 is {{toolbench-i1|BM25}} here, against {{paper:reinvoke|1|toolbench-i1|BM25}} (Re-Invoke, all 87k I1
+  queries, 10,439-API corpus), {{paper:iterative_feedback|2|toolbench-i1|BM25}} (feedback paper) and
+  {{paper:toolrerank|3|toolbench-g1-instruction|BM25}} on I1-Inst (ToolRerank). ToolRerank's BM25 all-avg NDCG@5 is
+  {{paper:toolrerank|3|all-avg|BM25!p}} against our {{all-avg|BM25!p}}.
+- **Dense vs BM25 on ToolBench.** All three papers find dense retrieval better than BM25; with {cfg.dense_model}
+  BM25 is {"better on every ToolBench set" if dense_wins_toolbench else "not better on every ToolBench set"}
+  (I1 {{toolbench-i1|BM25}} vs {{toolbench-i1|Dense}}, I2 {{toolbench-i2|BM25}} vs {{toolbench-i2|Dense}}, I3
+  {{toolbench-i3|BM25}} vs {{toolbench-i3|Dense}}), while dense beats BM25 on ToolE (short documents) and UltraTool
+  ({{ultratool|Dense}} vs {{ultratool|BM25}}). MiniLM reads 256 tokens and ToolBench documents carry long parameter
+  lists; `dense_model="mpnet"` is the next check (≈6× slower to encode here).
+- **UltraTool**: BM25 {{ultratool|BM25!p}} vs {{paper:iterative_feedback|3|ultratool|BM25!p}} nDCG@5 and dense
+  {{ultratool|Dense!p}} vs {{paper:iterative_feedback|3|ultratool|Ada Embedding!p}} for Ada: our corpus is the
+  {len(data["ultratool"].corpus)} tools the test file documents, not TR-bench's 498.
+""", v_floor=var.get("rank_bm25 IDF floor"), v_lucene=var.get("Lucene IDF"), v_stem=var.get("Snowball stemming + stop words"))))
+if R.missing:
+    print("not in this run:", ", ".join(sorted(set(R.missing))))
 
 # %%
 rec.extra["timings"] = timings.to_dict(orient="records")

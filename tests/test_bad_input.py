@@ -117,9 +117,12 @@ def test_profile_is_not_an_ordinary_notebook_parameter():
 
 
 def test_none_does_not_skip_the_type_check():
-    from toolkit.runner import check_parameters, notebook_path
-    with pytest.raises(TypeError, match=r"parameter 'k' must be int .* got None"):
-        check_parameters(notebook_path("01_baselines"), {"k": None})
+    from toolkit.runner import check_parameters, fold_overrides, notebook_path
+    with pytest.raises(TypeError, match=r"parameter 'stopwords' must be bool .* got None"):
+        check_parameters(notebook_path("00_datasets"), {"stopwords": None})
+    # a notebook kept by a config object: -p k=None reaches its config's check before anything runs
+    with pytest.raises(TypeError, match=r"01_baselines parameter 'k' must be int .* got None"):
+        fold_overrides(notebook_path("01_baselines"), {"k": None}, "smoke")
 
 
 def test_ambiguous_prefix_names_the_candidates_and_paths_stay_inside_notebooks():

@@ -61,3 +61,25 @@ def test_reinvoke_config_refuses_bad_values_and_uses_none_for_all():
         config_for("standard", m_toolbench=0)
     with pytest.raises(TypeError, match="20_reinvoke parameter 'backbones' must be tuple"):
         config_for("standard", backbones="qwen-1.5b")
+
+
+def test_baselines_config_profiles_and_checks():
+    from toolkit.baselines import config_for
+    assert config_for("smoke").corpus == "pool" and config_for("standard").corpus == "library"
+    assert config_for("standard").sample_queries is None
+    assert config_for("standard", bm25_stemmer="english").bm25_params()["stemmer"] == "english"
+    with pytest.raises(ValueError, match="ties must be one of"):
+        config_for("standard", ties="random")
+    with pytest.raises(TypeError, match="'bm25_k1' must be float"):
+        config_for("standard", bm25_k1="high")
+
+
+def test_toolrerank_config_routes_setup_fields():
+    from toolkit.toolrerank.config import config_for
+    c = config_for("standard", ce_neg_pool="all", subset_queries=None)
+    assert c.setup.ce_neg_pool == "all" and c.subset_queries is None and c.setup.reranker_dir != \
+        config_for("standard").setup.reranker_dir
+    with pytest.raises(ValueError, match="or a training Setup field"):
+        config_for("standard", epochs=3)
+    with pytest.raises(ValueError, match="depth must be >= 10"):
+        config_for("standard", depth=5)

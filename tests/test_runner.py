@@ -98,5 +98,5 @@ def test_names_outside_the_parameters_cell_go_to_a_configured_notebooks_override
         runner.fold_overrides(path, {"test_request": 50}, "standard")          # checked by its config, before running
     with pytest.raises(TypeError, match="'test_requests' must be int"):
         runner.fold_overrides(path, {"test_requests": "many"}, "standard")
-    tiny = runner.notebook_path("01_baselines")                                # a notebook without overrides
-    assert runner.fold_overrides(tiny, {"k": 5}) == {"k": 5}
+    plain = runner.notebook_path("00_datasets")                                # a notebook without overrides
+    assert runner.fold_overrides(plain, {"stopwords": False}) == {"stopwords": False}

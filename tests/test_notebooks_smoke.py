@@ -36,3 +36,21 @@ def test_40_querygen_smoke(tmp_path, monkeypatch):
     assert c["1", "querygen-in-domain", "Utterance (LLM sample)", "recall@5"]["value"] == pytest.approx(0.4167, abs=1e-3)
     zs = c["1", "querygen-in-domain", "Zero-Shot", "recall@5"]
     assert zs["n_queries"] == 12 and 0 <= zs["value"] <= 1
+
+
+def test_01_baselines_smoke(tmp_path, monkeypatch):
+    c = _smoke("01_baselines", tmp_path, monkeypatch)
+    bm25 = c["1", "toole-single", "BM25", "ndcg@5"]
+    assert bm25["value"] == pytest.approx(0.4446, abs=1e-3) and bm25["n_queries"] == 20
+    assert c["3", "all-avg", "BM25", "recall@5"]["value"] == pytest.approx(0.63, abs=1e-3)     # ToolRerank's average
+    assert c["3", "all-avg", "BM25", "recall@5"]["n_queries"] == 120
+    assert c["3", "ultratool", "Ada Embedding", "ndcg@10"]["value"] == pytest.approx(0.6945, abs=1e-3)
+
+
+def test_20_reinvoke_smoke(tmp_path, monkeypatch):
+    c = _smoke("20_reinvoke", tmp_path, monkeypatch)
+    ri = c["1", "toole-multi", "Re-Invoke (dense)", "ndcg@5"]
+    assert ri["value"] == pytest.approx(0.5520, abs=1e-3) and ri["n_queries"] == 12
+    assert c["3A", "toole-multi", "+ Query generator", "ndcg@5"]["value"] == pytest.approx(0.5728, abs=1e-3)
+    rt = c["4", "toole-all", "Re-Invoke query generator", "recall@5"]     # all 199 tools x 10 synthetic queries
+    assert rt["n_queries"] == 1990 and rt["value"] == pytest.approx(0.8477, abs=1e-3)

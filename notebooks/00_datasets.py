@@ -121,13 +121,29 @@ for name, row in summary.iterrows():
 summary.round(3)
 
 # %% [markdown]
-# **Reading.** ToolBench instructions are about twice as long as ToolE's and ToolLens's (≈44–48 words
-# against ≈21–24), the first half of the paper's argument. The overlap half does not come out the way
-# the paper's figure suggests for all sets: ToolE and UltraTool instructions share only 14–16 % of
-# their content terms with their tools' name-and-description documents, but ToolBench instructions share
-# 32–37 % with theirs, because ToolBench documents are long (parameter lists, descriptions) and
-# instructions often quote parameter values and API names. Whether tool instructions are longer or
-# overlap less than *document-retrieval* queries cannot be checked here: we have no document-retrieval set.
+# **Reading** (numbers from the table above).
+
+# %%
+from IPython.display import Markdown, display  # noqa: E402
+
+
+def rng(col, names, scale=1, fmt=".0f"):
+    v = summary.loc[[n for n in names if n in summary.index], col] * scale
+    return f"{v.min():{fmt}}–{v.max():{fmt}}" if len(v) else "n/a"
+
+
+tb, short = ["toolbench-i1", "toolbench-i2", "toolbench-i3"], ["toole-single", "toole-multi", "toollens-test"]
+ratio = summary.loc[tb, "words_mean"].mean() / summary.loc[short, "words_mean"].mean()
+longer = ratio > 1.5
+display(Markdown(
+    f"ToolBench instructions average {rng('words_mean', tb)} words against {rng('words_mean', short)} for ToolE and "
+    f"ToolLens ({ratio:.1f}×){', the first half of the paper’s argument' if longer else ''}. The overlap half: ToolE and "
+    f"UltraTool instructions share {rng('overlap_mean', ['toole-single', 'toole-multi', 'ultratool'], 100)} % of their "
+    f"content terms with their tools' name-and-description documents, ToolBench instructions "
+    f"{rng('overlap_mean', tb, 100)} % with theirs — ToolBench documents are long (parameter lists, descriptions) and "
+    f"instructions often quote parameter values and API names, so the overlap does not come out lower for all sets "
+    f"as the paper's figure suggests. Whether tool instructions are longer or overlap less than *document-retrieval* "
+    f"queries cannot be checked here: we have no document-retrieval set."))
 
 # %%
 path = rec.save()

@@ -316,3 +316,31 @@ def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure(tmp_path
     out = _keep_measured(path, replayed)
     assert out[0]["draft_seconds"] == 4000.0 and out[0]["drafts_per_s"] == 0.375
     assert out[1] == replayed[1]
+
+
+def test_ablation_settings_are_configurations_and_old_tags_survive_new_fields():
+    from dataclasses import asdict, replace
+    import hashlib
+    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS, AlignConfig
+    a = AlignConfig()
+    old = {k: v for k, v in asdict(a).items() if k != "kind"}         # the tag before `kind` existed
+    assert a.tag() == hashlib.sha256(json.dumps(old, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    tags = {replace(a, **ch).tag() for t in (TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS) for ch in t.values()}
+    assert len(tags) == 1 + 4 + 2 + 1                                 # one baseline, every row its own model
+    with pytest.raises(ValueError, match="kind must be description or intent"):
+        AlignConfig(kind="poem")
+
+
+def test_align_stops_after_the_asked_iteration(tmp_path):
+    from toolkit.llm.backends import EchoBackend
+    from toolkit.llm.client import LLMClient
+    from toolkit.querygen.alignment import AlignConfig, align
+    ds = _tiny_dataset()
+    idx = _StubIndex({"junk": ["d0", "d1"], "alpha request": ["d0", "d1"], "beta request": ["d1", "d0"]},
+                     list(ds.corpus))
+    trained = []
+    hist = align(tmp_path / "base", ds, idx, AlignConfig(iterations=3, n_drafts=1, train_size=None),
+                 tmp_path / "work", lambda d, m: LLMClient(EchoBackend(model_id=m, answer_fn=lambda r: "junk"),
+                                                           cache_root=tmp_path, namespace="qg"),
+                 lambda d, ex, out: trained.append(out), log=None, stop_after=1)
+    assert len(hist) == 1 and len(trained) == 1

@@ -87,3 +87,16 @@ def test_calibration_table_blanks_temperatures_not_answered_on_every_dev_request
     t = T.calibration_table(cal, needed=12)
     assert t.loc[0.0, "SFT"] == pytest.approx(0.32) and pd.isna(t.loc[0.3, "SFT"])
     assert T.calibration_table(cal).loc[0.3, "SFT"] == 0.0
+
+
+def test_ablation_deltas_are_against_the_first_row():
+    rows = []
+    for ds in (IN, OUT):
+        for row, v in (("Baseline", 0.40), ("Reduced drafts", 0.37), ("Increased threshold", 0.45)):
+            for utt in (True, False):
+                rows.append({"dataset": ds, "method": T.ablation_method("3", row), "utterance": utt, "sample": "llm",
+                             "metric": "recall@5", "value": v if utt else 0.0, "n": 12})
+    d = T.ablation_table(pd.DataFrame(rows), "3", ["Baseline", "Reduced drafts", "Increased threshold", "Decreased threshold"])
+    d = d.set_index(["dataset", "method"]).delta
+    assert d[IN, "Baseline"] == 0 and d[OUT, "Reduced drafts"] == pytest.approx(-0.03)
+    assert d[IN, "Increased threshold"] == pytest.approx(0.05) and (IN, "Decreased threshold") not in d.index

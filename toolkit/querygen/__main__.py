@@ -3,6 +3,7 @@
     python -m toolkit.querygen zeroshot [--profile standard] [--model qwen-1.5b]
     python -m toolkit.querygen sft      [--profile standard]
     python -m toolkit.querygen align    [--profile standard]
+    python -m toolkit.querygen ablate   [--tables 3,4,5]     # one alignment iteration per ablation row
 
 Sizes, temperatures, models and training settings come from the notebook's own configuration
 (:func:`toolkit.querygen.config.config_for`), so what these commands write is what
@@ -110,6 +111,33 @@ def cmd_align(args, cfg) -> int:
     iteration's model exported to GGUF (``querygen-align-<tag>-it<t>.gguf``: the cache keys on that name);
     after each iteration its test answers (and the authored requests of Table 6) are generated at
     ``align_eval_temperature`` for Figure 4."""
+    run_alignment(args, cfg, cfg.align)
+    return 0
+
+
+def cmd_ablate(args, cfg) -> int:
+    """Tables 3-5 as one alignment iteration per row, each a change of the main run's configuration
+    (``TABLE3_SETTINGS`` ...), compared with the main run's first iteration. Rows that change only the
+    filter, the reward or the number of drafts reuse the main run's cached drafts and cost one
+    fine-tuning epoch and the test answers (~30 min); the intent row samples new drafts."""
+    from dataclasses import replace
+
+    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    settings = {"3": TABLE3_SETTINGS, "4": TABLE4_SETTINGS, "5": TABLE5_SETTINGS}
+    for table in args.tables.split(","):
+        if table not in settings:
+            raise SystemExit(f"--tables: unknown table {table!r}; choose from 3, 4, 5")
+        for name, change in settings[table].items():
+            if not change:
+                continue                     # the baseline row is the main run's first iteration
+            a = replace(cfg.align, **change)
+            _log(f"Table {table}, {name}: align tag {a.tag()}")
+            run_alignment(args, cfg, a, stop_after=1)
+    return 0
+
+
+def run_alignment(args, cfg, a, stop_after: int | None = None) -> list[dict]:
+    """Algorithm 1 with alignment configuration ``a`` (resumable), test answers after each iteration."""
     from dataclasses import asdict
 
     from toolkit.llm.models import gguf_path
@@ -119,7 +147,6 @@ def cmd_align(args, cfg) -> int:
     from toolkit.querygen.experiment import ALIGN_NAMESPACE
     from toolkit.querygen.export import export_gguf
     split = make_split(cfg.split)
-    a = cfg.align
     train = split.train.nested_sample(a.train_size, seed=cfg.sample_seed)
     root = cache_dir() / "querygen" / "models"
     work = root / f"align-{a.tag()}"
@@ -153,15 +180,16 @@ def cmd_align(args, cfg) -> int:
         with make_client(model_dir, model_id) as llm:
             for ds in (split.test_in, split.test_out):
                 sample = ds.nested_sample(cfg.test_requests, seed=cfg.sample_seed)
-                gen.generate_queries(sample.query_texts(), llm, cfg.align_eval_temperature, namespace=ALIGN_NAMESPACE,
-                                     desc=f"{model_id} {ds.name}")
-            gen.generate_queries(AUTHORED_REQUESTS, llm, cfg.align_eval_temperature, namespace=ALIGN_NAMESPACE)
+                gen.generate_queries(sample.query_texts(), llm, cfg.align_eval_temperature, kind=a.kind,
+                                     namespace=ALIGN_NAMESPACE, desc=f"{model_id} {ds.name}")
+            gen.generate_queries(AUTHORED_REQUESTS, llm, cfg.align_eval_temperature, kind=a.kind,
+                                 namespace=ALIGN_NAMESPACE)
         _log(f"{model_id}: test answers done")
 
-    align(base, train, index, a, work, make_client, train_fn, restrict=split.in_domain_docs, log=_log,
-          on_iteration=on_iteration)
+    history = align(base, train, index, a, work, make_client, train_fn, restrict=split.in_domain_docs, log=_log,
+                    on_iteration=on_iteration, stop_after=stop_after)
     _log(f"alignment history -> {dest}")
-    return 0
+    return history
 
 
 def _keep_measured(path, history: list[dict]) -> list[dict]:
@@ -182,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in (("zeroshot", "zero-shot answers: dev temperature grid, calibration, test samples"),
                         ("sft", "fine-tune the generator, export it to GGUF, then as zeroshot"),
-                        ("align", "alignment by rejection sampling (Algorithm 1), then test answers per iteration")):
+                        ("align", "alignment by rejection sampling (Algorithm 1), then test answers per iteration"),
+                        ("ablate", "Tables 3-5: one alignment iteration per configuration row")):
         c = sub.add_parser(name, help=help_)
         c.add_argument("--profile", default="standard", choices=("smoke", "standard", "paper"))
         c.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -190,13 +219,15 @@ def main(argv: list[str] | None = None) -> int:
         c.add_argument("--backend", default=None)
         c.add_argument("--threads", type=int_at_least(1), default=2)
         c.add_argument("--parallel", type=int_at_least(1), default=None, help="slots (default: the backend's, 1 on 2 threads)")
+        if name == "ablate":
+            c.add_argument("--tables", default="3,4,5", help="which ablation tables (comma list of 3, 4, 5)")
         if name == "zeroshot":
             c.add_argument("--model", default=None, help="default: the config's zero_shot_model")
             c.add_argument("--kind", default="description", choices=sorted(gen.TASKS))
     args = p.parse_args(argv)
     from toolkit.runner import parse_param
     cfg = config_for(args.profile, **dict(parse_param(s) for s in args.set))
-    return {"zeroshot": cmd_zeroshot, "sft": cmd_sft, "align": cmd_align}[args.command](args, cfg)
+    return {"zeroshot": cmd_zeroshot, "sft": cmd_sft, "align": cmd_align, "ablate": cmd_ablate}[args.command](args, cfg)
 
 
 if __name__ == "__main__":

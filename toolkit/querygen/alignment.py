@@ -47,14 +47,21 @@ class FilterConfig:
             raise ValueError(f"FilterConfig.keep_per_sample must be >= 1, got {self.keep_per_sample}")
 
 
-# Table 3 (App. B.2): the baseline and one change at a time
-FILTER_SETTINGS = {
-    "Baseline": FilterConfig(),
-    "Reduced percentile": FilterConfig(top_percent=75.0),
-    "Increased threshold": FilterConfig(min_reward=0.3),
-    "Decreased threshold": FilterConfig(min_reward=0.0),
-    "Increased kept drafts": FilterConfig(keep_per_sample=2),
+# Table 3 (App. B.2): the baseline and one change at a time, as changes of AlignConfig. The paper's
+# columns (headers lost) read as drafts per request, reward threshold, drafts kept per request; its
+# "reduced drafts" row samples 75 % of the baseline's drafts (75 of 100): here 4 of 5, the first 4 of
+# the same cached samples
+TABLE3_SETTINGS = {
+    "Baseline": {},
+    "Reduced drafts": {"n_drafts": 4},
+    "Increased threshold": {"filter": FilterConfig(min_reward=0.3)},
+    "Decreased threshold": {"filter": FilterConfig(min_reward=0.0)},
+    "Increased kept drafts": {"filter": FilterConfig(keep_per_sample=2)},
 }
+# Table 4 (App. B.3): the reward; Table 5 (App. C): intents instead of tool descriptions
+TABLE4_SETTINGS = {"Alignment (MMRR reward)": {}, "Alignment (MAP reward)": {"reward": "map"},
+                   "Alignment (Avg(Recall@5,Recall@11) reward)": {"reward": "recall"}}
+TABLE5_SETTINGS = {"Alignment (description generation)": {}, "Alignment (intent generation)": {"kind": "intent"}}
 
 
 def reward_metric_names(reward: str, k: int = LIST_SIZE) -> list[str]:
@@ -123,6 +130,7 @@ class AlignConfig:
     train_size: int | None = 300    # training requests per iteration (seeded, nested); None = all. CPU budget:
                                     # 300 x 5 drafts ~ 30 min, one epoch on the kept drafts ~ 15 min
     seed: int = 0
+    kind: str = "description"       # what the generator writes: tool descriptions (Fig. 2) or intents (Fig. 5)
 
     def __post_init__(self) -> None:
         if self.iterations < 1 or self.n_drafts < 1:
@@ -130,14 +138,21 @@ class AlignConfig:
         if self.temperature < 0:
             raise ValueError(f"AlignConfig.temperature must be >= 0, got {self.temperature}")
         reward_metric_names(self.reward)
+        if self.kind not in ("description", "intent"):
+            raise ValueError(f"AlignConfig.kind must be description or intent, got {self.kind!r}")
 
     def tag(self) -> str:
         """Short, unique name of this configuration: every iteration's model id includes it, because
-        the response cache keys on the model id."""
+        the response cache keys on the model id. Fields added after the first runs are left out while
+        they hold their default, so those runs keep their names."""
         import hashlib
         import json
         from dataclasses import asdict
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        d = {k: v for k, v in asdict(self).items() if not (k in _LATER_DEFAULTS and v == _LATER_DEFAULTS[k])}
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+_LATER_DEFAULTS = {"kind": "description"}
 
 
 def drafts_for(llm, requests: Mapping[str, str], n: int, temperature: float, kind: str = "description",
@@ -163,14 +178,16 @@ def drafts_for(llm, requests: Mapping[str, str], n: int, temperature: float, kin
 
 
 def align(base_dir, train_ds, index, cfg: AlignConfig, work_dir, make_client, train_fn,
-          restrict: set[str] | None = None, kind: str = "description", log=print,
-          on_iteration=None) -> list[dict]:
+          restrict: set[str] | None = None, log=print, on_iteration=None, stop_after: int | None = None
+          ) -> list[dict]:
     """Algorithm 1. ``make_client(model_dir, model_id)`` gives an LLM client for a model directory;
     ``train_fn(model_dir, examples, out_dir)`` fine-tunes one epoch and saves to ``out_dir``.
     Iteration t samples from the model of iteration t-1 (the base model for t = 1) and writes
     ``work_dir/it<t>``; a finished iteration's directory is reused, so the loop resumes.
     ``on_iteration(history, model_dir, model_id)`` runs after each iteration (the command saves the
     history and generates that iteration's test answers there, so a stopped run keeps its progress).
+    ``stop_after`` ends the loop after that iteration (the ablations of Tables 3-5 run one); it is not
+    part of the configuration's tag, so those models are named as in a full run.
     Returns one record per iteration: model id, reward distribution, drafts kept, stage timings
     (``draft_seconds`` counts only drafts generated in this call, not those replayed from the cache)."""
     import time
@@ -178,11 +195,12 @@ def align(base_dir, train_ds, index, cfg: AlignConfig, work_dir, make_client, tr
 
     from toolkit.querygen.generation import task_for
     from toolkit.querygen.sft import Example
+    kind = cfg.kind
     task = task_for(kind)
     texts = train_ds.query_texts()
     model_dir, model_id = Path(base_dir), f"querygen-align-{cfg.tag()}-it0"
     history = []
-    for t in range(1, cfg.iterations + 1):
+    for t in range(1, min(cfg.iterations, stop_after or cfg.iterations) + 1):
         t0 = time.time()
         with make_client(model_dir, model_id) as llm:
             drafts = drafts_for(llm, texts, cfg.n_drafts, cfg.temperature, kind)

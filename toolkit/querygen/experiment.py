@@ -129,6 +129,30 @@ def alignment(cfg: QuerygenConfig, s: Setup) -> Alignment:
     return a
 
 
+def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]], list[dict]]:
+    """Tables 3-5 (App. B.2, B.3, C): per table and row, the test answers of a one-iteration alignment
+    with that row's configuration (``python -m toolkit.querygen ablate``); the baseline row is the main
+    run's first iteration. Returns ({table: {row: {test set: queries}}}, pending)."""
+    from dataclasses import replace
+
+    from toolkit.llm.client import client_for_profile
+    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    out, pending = {}, []
+    for table, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
+        for row, change in settings.items():
+            a = replace(cfg.align, **change)
+            llm = client_for_profile(cfg.profile, f"gguf:querygen-align-{a.tag()}-it1.gguf", namespace=ALIGN_NAMESPACE)
+            for name, ds in s.llm_tests.items():
+                got = gen.generate_queries(ds.query_texts(), llm, cfg.align_eval_temperature, kind=a.kind,
+                                           partial=llm.mode != "live", namespace=ALIGN_NAMESPACE)
+                if got:
+                    out.setdefault(table, {}).setdefault(row, {})[name] = got
+                if len(got) < len(ds.queries):
+                    pending.append({"method": f"Table {table}: {row}", "set": name, "cached": len(got),
+                                    "needed": len(ds.queries), "why": "python -m toolkit.querygen ablate"})
+    return out, pending
+
+
 def authored_queries(cfg: QuerygenConfig, s: Setup, zs: Generated, ft: Generated, align_iteration: int | None,
                      top: int = 3) -> tuple[list[dict], list[dict]]:
     """Table 6: each generator's queries for the authored requests (at the temperature its test rows

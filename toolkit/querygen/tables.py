@@ -180,3 +180,50 @@ def authored_table(rows: list[dict]) -> pd.DataFrame:
     """Table 6: per authored request and generator, the generated queries and the top retrieved APIs."""
     t = pd.DataFrame(rows)
     return t.set_index(["request", "method"])[["temperature", "generated queries", "top APIs"]]
+
+
+# --------------------------------------------------------------------------------------------
+# Tables 3-5: one-iteration ablations, deltas to their baseline row
+# --------------------------------------------------------------------------------------------
+
+ABLATION_METRICS = {"3": ["recall@5"], "4": ["recall@5"], "5": ["mmrr", "recall@5", "recall@11"]}
+
+
+def ablation_method(table: str, row: str) -> str:
+    """The method name an ablation row is evaluated under (kept apart from Figure 4's iterations)."""
+    return f"T{table} {row}"
+
+
+def ablation_table(values: pd.DataFrame, table: str, rows: list[str]) -> pd.DataFrame:
+    """Each row minus the first (the baseline), per test set and metric (the utterance appended, LLM
+    sample); rows not evaluated are left out. Columns dataset, method, metric, delta, n."""
+    v = values[values.utterance & (values["sample"] == "llm")].assign(metric=lambda d: d.metric.map(paper_metric))
+    base = v[v.method == ablation_method(table, rows[0])].set_index(["dataset", "metric"])
+    out = []
+    for row in rows:
+        r = v[v.method == ablation_method(table, row)].set_index(["dataset", "metric"])
+        for (ds, met), x in r.iterrows():
+            if met in ABLATION_METRICS[table] and (ds, met) in base.index:
+                out.append({"dataset": ds, "method": row, "metric": f"delta_{met}",
+                            "delta": x.value - base.loc[(ds, met)].value, "n": int(x.n)})
+    return pd.DataFrame(out, columns=["dataset", "method", "metric", "delta", "n"])
+
+
+def record_ablation(rec, deltas: pd.DataFrame, table: str, note: str = "") -> None:
+    for r in deltas.itertuples():
+        rec.add(paper=PAPER, table=table, dataset=r.dataset, method=r.method, metric=r.metric, value=r.delta,
+                n_queries=r.n, note=note)
+
+
+def record_table3_settings(rec, align_cfg, rows) -> None:
+    """Table 3's configuration columns for the rows evaluated: drafts per request, reward threshold,
+    drafts kept per request (the paper's baseline: 100, 0.05, 1)."""
+    from dataclasses import replace
+
+    from toolkit.querygen.alignment import TABLE3_SETTINGS
+    for row in rows:
+        a = replace(align_cfg, **TABLE3_SETTINGS[row])
+        for metric, v in (("n_drafts", a.n_drafts), ("filter_threshold", a.filter.min_reward),
+                          ("top_k_kept", a.filter.keep_per_sample)):
+            rec.add(paper=PAPER, table="3", dataset="querygen-train", method=row, metric=metric, value=v,
+                    note="our configuration (CPU budget: 5 drafts per request, not 100)")

@@ -128,37 +128,61 @@ t1
 # `scripts/train_toolrerank.py` (in parallel processes); models land in
 # `cache_dir()/models/toolrerank/<profile>-<hash>/`, so reruns only evaluate.
 
+# %% [markdown]
+# **Replay.** What the tables need from the three models — the DPR top-`depth` of every evaluated query, the
+# reranker's scores, the classifier's decisions and the embeddings of the candidate APIs — is committed as a score
+# cache (`data/score_cache/toolrerank/<profile>-<key>.json.gz`, key = training setup, split, evaluation sizes,
+# seed, depth). When it matches this configuration the notebook replays it and loads no model; otherwise (or with
+# `retrain=True`) it trains or loads the models and writes the cache after the tables.
+
 # %%
+from toolkit.toolrerank import score_cache  # noqa: E402
+
+seen = seen_tools(split.train)
+transfer = transfer_sets(cfg.transfer_queries, seed=seed, sample_pools_only=(profile == "smoke"))
+cache_file = score_cache.cache_path(cfg, split)
+replay = cache_file.is_file() and not cfg.retrain
 t = time.perf_counter()
-models = train_all(split, setup, log=None)
-stage_s["train (or load)"] = time.perf_counter() - t
+if replay:
+    training_stats = score_cache.meta(cache_file).get("training", {})
+    models = None
+else:
+    models = train_all(split, setup, log=None)
+    training_stats = models.stats
+stage_s["train (or load)" if not replay else "replay: read the score cache"] = time.perf_counter() - t
+print(f"{'replaying' if replay else 'writing after the tables'}: {cache_file.relative_to(cache_file.parents[3])}")
 rows = []
-for stage, st in models.stats.items():
+for stage, st in training_stats.items():
     rows.append({"model": stage, "base": st.get("base"), "examples": st.get("train_pairs", st.get("train_examples")),
                  "steps": st.get("steps"), "batch": st.get("batch_size"), "epochs": st.get("epochs"),
                  "train_s": st.get("seconds"), "pairs_per_s": st.get("pairs_per_second"),
                  "stage_wall_s": st.get("stage_wall_s"), "final_loss": st.get("final_loss")})
 train_table = pd.DataFrame(rows).set_index("model")
-rec.extra["training"] = models.stats
-rec.extra["model_root"] = str(models.root)
+rec.extra["training"] = training_stats
+rec.extra["score_cache"] = str(cache_file.relative_to(cache_file.parents[3]))
 train_table
 
 # %%
 t = time.perf_counter()
-transfer = transfer_sets(cfg.transfer_queries, seed=seed, sample_pools_only=(profile == "smoke"))
-texts = {d: doc.text for ds in list(sets.values()) + list(transfer.values()) for d, doc in ds.corpus.items()}
-make_retriever, reranker, classifier = load_models(models, texts, setup)
-seen = seen_tools(split.train)
-retr = make_retriever()
-cands = {name: candidates(ds, retr, reranker, seen, classifier, depth=depth, log=None) for name, ds in sets.items()}
+if replay:
+    every = score_cache.load(cache_file, {**sets, **transfer}, seen)
+    cands = {name: every[name] for name in sets}
+    tcands = {name: every[name] for name in transfer}
+    pairs_scored = 0
+else:
+    texts = {d: doc.text for ds in list(sets.values()) + list(transfer.values()) for d, doc in ds.corpus.items()}
+    make_retriever, reranker, classifier = load_models(models, texts, setup)
+    retr = make_retriever()
+    cands = {name: candidates(ds, retr, reranker, seen, classifier, depth=depth, log=None) for name, ds in sets.items()}
+    tcands = {name: candidates(ds, make_retriever(), reranker, seen, classifier, depth=depth, log=None)
+              for name, ds in transfer.items()}
+    reranker.save_memo(models.reranker.parent / "scores-notebook.pkl")
+    pairs_scored = reranker.pairs_scored
+    cands, tcands = score_cache.quantize(cands), score_cache.quantize(tcands)   # what a replay will read
+stage_s["candidates (retrieve + rerank + classify, or replay)"] = time.perf_counter() - t
+timings = pd.DataFrame({name: c.timings for name, c in {**cands, **tcands}.items()}).T
 dev = cands.pop("dev")
-stage_s["evaluate ToolLens (retrieve + rerank + classify)"] = time.perf_counter() - t
-t = time.perf_counter()
-tcands = {name: candidates(ds, make_retriever(), reranker, seen, classifier, depth=depth, log=None)
-          for name, ds in transfer.items()}
-stage_s["evaluate ToolBench transfer"] = time.perf_counter() - t
-reranker.save_memo(models.reranker.parent / "scores-notebook.pkl")
-pd.DataFrame({name: c.timings for name, c in {**{"dev": dev}, **cands, **tcands}.items()}).T.round(1)
+timings
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -445,7 +469,10 @@ if R.missing:
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}
-rec.extra["reranker_pairs_scored_this_run"] = reranker.pairs_scored
+rec.extra["reranker_pairs_scored_this_run"] = pairs_scored
+if not replay:   # every score the tables used, including those the extended list asked for on demand
+    score_cache.save(cache_file, {"dev": dev, **cands, **tcands},
+                     meta={"training": training_stats, "config": rec.parameters, "written": time.strftime("%Y-%m-%d")})
 path = rec.save()
 print(pd.Series(rec.extra["stage_seconds"], name="seconds").to_string())
 print(f"{len(rec.cells)} cells -> {path.relative_to(path.parents[2])}")

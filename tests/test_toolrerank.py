@@ -478,3 +478,22 @@ def test_table_functions_on_a_toy_candidate_set():
     assert tr["queries"] == {"I1-Tool": 2} and tr["gold_seen_share"]["I1-Tool"] == pytest.approx(0.5)
     rows = tables.fig1a(cands, ms=[1, 3])
     assert {(r["tools"], r["m"]) for r in rows} == {(p, m) for p in ("seen", "unseen") for m in (1, 3, "dpr")}
+
+
+def test_score_cache_replays_every_method_without_a_model(tmp_path):
+    from toolkit.toolrerank import score_cache
+    c, _ = _candidates({"q1": True, "q2": False})
+    methods = ["dpr", "rerank-3", ToolRerankConfig(m_s=1, m_u=6, tau_s=0.9),
+               ToolRerankConfig(m_s=1, m_u=6, tau_s=0.9, extend_seen=True),        # scores t1_2 on demand
+               ToolRerankConfig(m_s=6, m_u=6, har="multi", tau_m=0.5, n=2)]       # Algorithm 2: embeddings
+    want = [method_lists(c, m) for m in methods]
+    path = score_cache.save(tmp_path / "toy.json.gz", {"toy": c}, {"note": "test"})
+    r = score_cache.load(path, {"toy": c.dataset}, c.seen)["toy"]
+    assert [method_lists(r, m) for m in methods] == want
+    assert score_cache.meta(path) == {"note": "test"}
+    # an API the writing run never scored: a clear miss, not a silent zero
+    fresh = score_cache.load(path, {"toy": c.dataset}, c.seen)["toy"]
+    with pytest.raises(score_cache.ScoreCacheMiss, match="no cached reranker score"):
+        fresh.score_fn("two tools", ["t4_1"])
+    with pytest.raises(KeyError, match="has no scores for 'other'"):
+        score_cache.load(path, {"other": c.dataset}, c.seen)

@@ -26,6 +26,7 @@ class ExperimentConfig:
     depth: int = 50                        # DPR candidates given to the reranker (the largest m of the grid)
     seed: int = 0                          # evaluation samples
     toolbench_release_dir: str | None = None   # ToolBench data/retrieval/ (G1/ G2/ G3/): the paper's own protocol
+    retrain: bool = False                  # ignore a matching score cache: train (or load) the models, rewrite it
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_NAMES:

@@ -160,7 +160,22 @@ for stage, st in training_stats.items():
 train_table = pd.DataFrame(rows).set_index("model")
 rec.extra["training"] = training_stats
 rec.extra["score_cache"] = str(cache_file.relative_to(cache_file.parents[3]))
-train_table
+display(train_table)
+# learning curves (Setup.*_select_on_dev): dev score after every epoch, the kept epoch marked
+curves = {stage: st["epoch_curve"] for stage, st in training_stats.items() if st.get("epoch_curve")}
+if curves:
+    fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 2.8), squeeze=False)
+    labels = {"dual_encoder": "DPR dev Recall@5", "reranker": "Rerank-10 dev Recall@5", "classifier": "dev accuracy"}
+    for ax, (stage, curve) in zip(axes[0], curves.items()):
+        ax.plot([c["epoch"] for c in curve], [c["dev"] for c in curve], "o-")
+        best = training_stats[stage].get("best_epoch")
+        ax.axvline(best, ls=":", color="gray") if best else None
+        ax.set(xlabel="epoch", ylabel=labels.get(stage, "dev"), title=f"{stage} (kept: epoch {best})")
+    fig.tight_layout()
+    fig.savefig(rec.figure_dir() / f"learning_curves_{profile}.png", dpi=120)
+    display(pd.DataFrame([{"stage": s_, **c} for s_, cv in curves.items() for c in cv]).set_index(["stage", "epoch"]))
+else:
+    print("no per-epoch dev evaluation in this Setup (de/ce/cl_select_on_dev are off)")
 
 # %%
 t = time.perf_counter()

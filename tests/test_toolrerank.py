@@ -497,3 +497,13 @@ def test_score_cache_replays_every_method_without_a_model(tmp_path):
         fresh.score_fn("two tools", ["t4_1"])
     with pytest.raises(KeyError, match="has no scores for 'other'"):
         score_cache.load(path, {"other": c.dataset}, c.seen)
+
+
+def test_choosing_epochs_on_dev_is_part_of_a_stages_cache_key_only_when_on():
+    from toolkit.toolrerank.experiment import Setup
+    base = Setup()
+    assert "de_select_on_dev" not in base.stage_params("dual_encoder")          # old models keep their keys
+    on = Setup(de_select_on_dev=True)
+    assert on.stage_params("dual_encoder")["dev_eval_queries"] == 300
+    assert on.stage_params("reranker") == base.stage_params("reranker")
+    assert Setup(ce_select_on_dev=True).reranker_dir != base.reranker_dir

@@ -57,3 +57,26 @@ def test_constant_schedule_and_value_clipping_are_applied(tmp_path):
         train_loop(m, None, [[0]], tmp_path / "d", schedule="cosine", log=None)
     with pytest.raises(ValueError, match="clip"):
         train_loop(m, None, [[0]], tmp_path / "e", clip="both", log=None)
+
+
+def test_epochs_are_evaluated_and_the_best_one_is_kept(tmp_path):
+    x, y = _data()
+    m = _model()
+    scores = iter([0.5, 0.9, 0.7])                 # dev score after epochs 1, 2, 3: epoch 2 is best
+    weights = {}
+
+    def save(path):
+        path.mkdir(parents=True, exist_ok=True)
+        torch.save(m.state_dict(), path / "w.pt")
+        weights[path.name + str(len(weights))] = m.weight.detach().clone()
+
+    def on_epoch(epoch):
+        weights[f"epoch{epoch}"] = m.weight.detach().clone()
+        return next(scores)
+    stats = train_loop(m, lambda idx: ((m(x[idx]).squeeze(1) - y[idx]) ** 2).mean(), [list(range(16))] * 6,
+                       tmp_path / "run", lr=0.05, log=None, schedule="constant", save=save,
+                       epoch_ends=[2, 4, 6], on_epoch=on_epoch, keep_best=True)
+    assert [c["epoch"] for c in stats["epoch_curve"]] == [1, 2, 3] and stats["best_epoch"] == 2
+    kept = torch.load(tmp_path / "run" / "final" / "w.pt")["weight"]
+    assert torch.equal(kept, weights["epoch2"]) and not torch.equal(kept, weights["epoch3"])
+    assert not (tmp_path / "run" / "best").exists()

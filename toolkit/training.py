@@ -86,18 +86,37 @@ def batches_no_duplicates(items: Sequence[tuple], batch_size: int, seed: int,
     return out
 
 
+def epoch_batches(make_epoch: Callable[[int], list[list]], epochs: int, max_steps: int | None = None
+                  ) -> tuple[list[list], list[int]]:
+    """Concatenate ``make_epoch(e)`` for e < epochs (cut at ``max_steps``) -> (batches, the step count at
+    the end of each complete epoch), the ``epoch_ends`` :func:`train_loop` evaluates at."""
+    batches, ends = [], []
+    for e in range(epochs):
+        batches += make_epoch(e)
+        ends.append(len(batches))
+    if max_steps:
+        batches = batches[:max_steps]
+    return batches, [x for x in ends if x <= len(batches)]
+
+
 def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list], out_dir: Path, *,
                lr: float = 2e-5, warmup_steps: int | None = None, warmup_ratio: float = 0.1,
                weight_decay: float = 0.01, max_grad_norm: float = 1.0, checkpoint_every: int = 200,
                log_every: int = 20, save: Callable[[Path], None] | None = None,
                log: Callable[[str], None] | None = print, seed: int = 0, schedule: str = "linear",
                clip: str = "norm", micro_batches: Callable[[list], list[tuple[list, float]]] | None = None,
-               on_step: Callable[[dict], None] | None = None) -> dict:
+               on_step: Callable[[dict], None] | None = None, epoch_ends: list[int] | None = None,
+               on_epoch: Callable[[int], float] | None = None, keep_best: bool = False) -> dict:
     """Run ``loss_fn(batch)`` + AdamW over ``batches``; checkpoint/resume in ``out_dir``.
 
     ``save(path)`` writes the final model (e.g. ``model.save``). ``micro_batches(batch)`` returns
     ``[(part, weight), ...]``: the step's loss is ``sum(weight * loss_fn(part))``, each part
-    back-propagated on its own. ``on_step(record)`` sees every step's loss. Returns the stats.
+    back-propagated on its own. ``on_step(record)`` sees every step's loss.
+
+    ``epoch_ends`` (the step count at the end of each epoch) with ``on_epoch(epoch) -> dev score``: the
+    model is evaluated after every epoch (the learning curve, kept in ``epoch_curve.json`` so a resumed
+    run keeps it); with ``keep_best`` the epoch with the best dev score is saved as ``final`` (epochs
+    chosen on dev) and the stats name it. Returns the stats.
     """
     import torch
     if schedule not in ("linear", "constant"):
@@ -141,6 +160,9 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
     module.train()
     t0, pairs0 = time.perf_counter(), done_pairs
     losses: list[float] = []
+    curve_file = out_dir / "epoch_curve.json"
+    curve: list[dict] = json.loads(curve_file.read_text()) if curve_file.is_file() else []
+    ends = {e: i + 1 for i, e in enumerate(epoch_ends or [])}
     for step in range(start, total):
         batch = batches[step]
         step_loss = 0.0
@@ -164,6 +186,19 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
             rate = (done_pairs - pairs0) / max(1e-9, time.perf_counter() - t0)
             log(f"{out_dir.name}: step {step + 1}/{total} loss {sum(losses[-log_every:]) / len(losses[-log_every:]):.4f} "
                 f"{rate:.1f} pairs/s  {now / 60:.1f} min")
+        if on_epoch and step + 1 in ends and all(c["epoch"] != ends[step + 1] for c in curve):
+            epoch = ends[step + 1]
+            module.eval()
+            score = float(on_epoch(epoch))
+            module.train()
+            best_so_far = max((c["dev"] for c in curve), default=float("-inf"))
+            curve.append({"epoch": epoch, "step": step + 1, "dev": score, "loss": round(step_loss, 4),
+                          "seconds": round(now, 1)})
+            curve_file.write_text(json.dumps(curve, indent=1))
+            if log:
+                log(f"{out_dir.name}: epoch {epoch} dev {score:.4f}")
+            if keep_best and save and score > best_so_far:
+                save(out_dir / "best")
         if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < total:
             tmp = ckpt.with_suffix(".tmp")
             torch.save({"model": module.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
@@ -176,9 +211,19 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
              "final_loss": round(sum(losses[-log_every:]) / max(1, len(losses[-log_every:])), 4) if losses else None,
              "resumed_from_step": start}
     final = out_dir / "final"
-    final.mkdir(exist_ok=True)
-    if save:
-        save(final)
+    if curve:
+        best = max(curve, key=lambda c: (c["dev"], -c["epoch"]))
+        stats.update(epoch_curve=curve, best_epoch=best["epoch"], best_dev=best["dev"])
+    if keep_best and curve and (out_dir / "best").is_dir() and best["epoch"] != curve[-1]["epoch"]:
+        import shutil
+        shutil.rmtree(final, ignore_errors=True)
+        (out_dir / "best").rename(final)            # the epoch chosen on dev, not the last one
+    else:
+        final.mkdir(exist_ok=True)
+        if save:
+            save(final)
+        import shutil
+        shutil.rmtree(out_dir / "best", ignore_errors=True)
     (final / "train_stats.json").write_text(json.dumps(stats, indent=1) + "\n")
     ckpt.unlink(missing_ok=True)
     return stats

@@ -12,7 +12,8 @@ from pathlib import Path
 from toolkit.data.contract import RetrievalDataset
 
 from .splits import is_single_tool
-from toolkit.training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
+from toolkit.training import (batches_no_duplicates, epoch_batches, is_trained, read_stats, set_threads, train_loop,
+                              write_stats)
 
 
 def classifier_examples(ds: RetrievalDataset) -> list[tuple[str, int]]:
@@ -27,7 +28,9 @@ def _base_path(base: str) -> str:
 def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str = "minilm", epochs: int = 1,
                      batch_size: int = 32, lr: float = 2e-5, warmup_ratio: float = 0.1, max_length: int = 128,
                      max_steps: int | None = None, seed: int = 0, threads: int | None = None,
-                     checkpoint_every: int = 200, log=print) -> tuple[Path, dict]:
+                     checkpoint_every: int = 200, log=print, dev_eval=None) -> tuple[Path, dict]:
+    """Fine-tune a single/multi-tool classifier on (query, 1 if single-tool) examples; ``dev_eval(predict)``
+    scores it after every epoch (``predict(texts)`` -> 1/0 labels) and the best epoch is kept."""
     out_dir = Path(out_dir)
     if is_trained(out_dir):
         return out_dir / "final", read_stats(out_dir)
@@ -37,11 +40,8 @@ def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str =
     path = _base_path(base)
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2)
-    batches = []
-    for e in range(epochs):
-        batches += batches_no_duplicates(examples, batch_size, seed + e, keys=lambda it: ())
-    if max_steps:
-        batches = batches[:max_steps]
+    batches, ends = epoch_batches(lambda e: batches_no_duplicates(examples, batch_size, seed + e, keys=lambda it: ()),
+                                  epochs, max_steps)
 
     def loss_fn(batch):
         enc = tok([t for t, _ in batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
@@ -51,8 +51,16 @@ def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str =
         model.save_pretrained(str(p))
         tok.save_pretrained(str(p))
 
+    def predict(texts):
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(texts), 64):
+                enc = tok(texts[i:i + 64], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+                out += model(**enc).logits.argmax(-1).tolist()
+        return out
     stats = train_loop(model, loss_fn, batches, out_dir, lr=lr, warmup_ratio=warmup_ratio,
-                       checkpoint_every=checkpoint_every, save=save, log=log, seed=seed)
+                       checkpoint_every=checkpoint_every, save=save, log=log, seed=seed, epoch_ends=ends,
+                       on_epoch=(lambda e: dev_eval(predict)) if dev_eval else None, keep_best=dev_eval is not None)
     stats.update(epochs=epochs, batch_size=batch_size, base=base, train_examples=len(examples),
                  single_share=round(sum(y for _, y in examples) / max(1, len(examples)), 4))
     write_stats(out_dir, stats)

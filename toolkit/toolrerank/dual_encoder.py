@@ -16,7 +16,7 @@ from pathlib import Path
 
 from toolkit.data.contract import RetrievalDataset
 
-from toolkit.training import batches_no_duplicates, is_trained, write_stats, set_threads, train_loop
+from toolkit.training import batches_no_duplicates, epoch_batches, is_trained, set_threads, train_loop, write_stats
 
 
 def positive_pairs(ds: RetrievalDataset, per_query: int = 0, seed: int = 0) -> list[tuple[str, str]]:
@@ -57,9 +57,12 @@ def _features(model, texts: list[str]):
 def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = "minilm", epochs: int = 1,
                        batch_size: int = 32, lr: float = 2e-5, warmup_steps: int | None = 500,
                        max_seq_length: int = 256, max_steps: int | None = None, seed: int = 0,
-                       threads: int | None = None, checkpoint_every: int = 100, log=print) -> tuple[Path, dict]:
+                       threads: int | None = None, checkpoint_every: int = 100, log=print,
+                       dev_eval=None) -> tuple[Path, dict]:
     """Fine-tune ``base`` on ``pairs``; returns (directory of the saved SentenceTransformer, stats).
-    ``max_steps`` caps the number of batches (smoke runs). Cached: a finished ``out_dir`` is reused."""
+    ``max_steps`` caps the number of batches (smoke runs). ``dev_eval(encode)`` scores the model after
+    every epoch (``encode(texts)`` -> normalised embeddings) and the best epoch is kept. Cached: a
+    finished ``out_dir`` is reused."""
     out_dir = Path(out_dir)
     if is_trained(out_dir):
         from toolkit.training import read_stats
@@ -68,20 +71,20 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     model = load_base_encoder(base, max_seq_length)
     loss = MultipleNegativesRankingLoss(model)
-    batches = []
-    for e in range(epochs):
-        batches += batches_no_duplicates(pairs, batch_size, seed + e)
-    batches = [b for b in batches if len(b) > 1]
-    if max_steps:
-        batches = batches[:max_steps]
+    batches, ends = epoch_batches(lambda e: [b for b in batches_no_duplicates(pairs, batch_size, seed + e) if len(b) > 1],
+                                  epochs, max_steps)
     steps = len(batches)
     warm = min(warmup_steps, max(1, steps // 10)) if warmup_steps is not None else None
 
     def loss_fn(batch):
         return loss([_features(model, [q for q, _ in batch]), _features(model, [d for _, d in batch])], None)
 
+    def encode(texts):
+        return model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                            show_progress_bar=False)
     stats = train_loop(loss, loss_fn, batches, out_dir, lr=lr, warmup_steps=warm, checkpoint_every=checkpoint_every,
-                       save=lambda p: model.save(str(p)), log=log, seed=seed)
+                       save=lambda p: model.save(str(p)), log=log, seed=seed, epoch_ends=ends,
+                       on_epoch=(lambda e: dev_eval(encode)) if dev_eval else None, keep_best=dev_eval is not None)
     stats.update(epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, base=base,
                  train_pairs=len(pairs))
     write_stats(out_dir, stats)

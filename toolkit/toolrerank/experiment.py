@@ -26,7 +26,8 @@ from toolkit.training import model_dir, set_threads, write_stats
 SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac")
 # fields added after models were cached: left out of a stage's cache key while they hold these defaults, so
 # the models trained before them keep their keys
-LATER_DEFAULTS = {"ce_rounds": 1, "ce_neg_pool": "all"}
+LATER_DEFAULTS = {"ce_rounds": 1, "ce_neg_pool": "all", "de_select_on_dev": False, "ce_select_on_dev": False,
+                  "cl_select_on_dev": False}
 NEG_POOLS = ("all", "seen")
 
 
@@ -50,6 +51,7 @@ class Setup:
     de_max_len: int = 256
     de_warmup: int = 500
     de_lr: float = 2e-5
+    de_select_on_dev: bool = False   # evaluate dev Recall@5 after every epoch, keep the best epoch
     # cross-encoder
     ce_queries: int = 0              # training queries whose pairs train the reranker (0 = all)
     ce_pos: int = 0                  # gold APIs per query (0 = all; 1 = one sampled)
@@ -63,6 +65,7 @@ class Setup:
     ce_max_len: int = 256
     ce_lr: float = 2e-5
     ce_rounds: int = 1               # >1: continue training the previous round's reranker on a fresh query sample
+    ce_select_on_dev: bool = False   # evaluate dev Rerank-10 Recall@5 after every epoch, keep the best epoch
                                      # with negatives from the trained DPR
     # classifier
     cl_examples: int = 0             # 0 = all training queries
@@ -70,6 +73,8 @@ class Setup:
     cl_epochs: int = 1
     cl_batch: int = 32
     cl_lr: float = 2e-5
+    cl_select_on_dev: bool = False   # evaluate dev accuracy after every epoch, keep the best epoch
+    dev_eval_queries: int = 300      # dev queries the per-epoch evaluations use (a seeded sample)
 
     def __post_init__(self):
         if self.ce_neg_pool not in NEG_POOLS:
@@ -86,6 +91,8 @@ class Setup:
         for k, default in LATER_DEFAULTS.items():
             if own.get(k, object()) == default:
                 own.pop(k)
+        if any(k.endswith("select_on_dev") for k in own):
+            own["dev_eval_queries"] = self.dev_eval_queries          # decides which epoch is kept
         return {**common, **own}
 
     def training_params(self) -> dict:
@@ -167,7 +174,8 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
         de_path, stats["dual_encoder"] = train_dual_encoder(
             pairs, root / "dual_encoder", base=setup.base, epochs=setup.de_epochs, batch_size=setup.de_batch,
             lr=setup.de_lr, warmup_steps=setup.de_warmup, max_seq_length=setup.de_max_len, max_steps=steps,
-            seed=setup.seed, threads=setup.threads, log=log)
+            seed=setup.seed, threads=setup.threads, log=log,
+            dev_eval=dpr_dev_eval(dev_sample(split, setup)) if setup.de_select_on_dev else None)
         _stage_wall(root / "dual_encoder", stats["dual_encoder"], t)
     else:
         de_path = root / "dual_encoder" / "final"
@@ -189,7 +197,8 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
             ex = _sample(ex, setup.cl_examples, setup.seed + 2)
         cl_path, stats["classifier"] = train_classifier(
             ex, root / setup.classifier_dir, base=setup.base, epochs=setup.cl_epochs, batch_size=setup.cl_batch,
-            lr=setup.cl_lr, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)
+            lr=setup.cl_lr, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log,
+            dev_eval=classifier_dev_eval(dev_sample(split, setup)) if setup.cl_select_on_dev else None)
         _stage_wall(root / setup.classifier_dir, stats["classifier"], t)
     else:
         cl_path = root / setup.classifier_dir / "final"
@@ -204,6 +213,56 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
             if stage in stats and "stage_wall_s" not in stats[stage] and "stage_wall_s" in st:
                 stats[stage]["stage_wall_s"] = st["stage_wall_s"]
     return Models(de_path, ce_path, cl_path, root, stats)
+
+
+def dev_sample(split: SeenUnseenSplit, setup: Setup) -> RetrievalDataset:
+    """The dev queries the per-epoch evaluations use (seeded, independent of the evaluation sample)."""
+    return split.dev.sample(setup.dev_eval_queries, seed=setup.seed + 7)
+
+
+def dpr_dev_eval(dev: RetrievalDataset):
+    """``dev_eval`` of the dual encoder: Recall@5 of dense retrieval over the whole corpus."""
+    import numpy as np
+
+    from toolkit.metrics import evaluate
+    ids, texts = dev.doc_texts()
+    qids = list(dev.queries)
+
+    def score(encode) -> float:
+        d, q = encode(texts), encode([dev.queries[x].text for x in qids])
+        top = np.argsort(-(q @ d.T), axis=1)[:, :5]
+        run = {x: {ids[j]: float(5 - r) for r, j in enumerate(row)} for x, row in zip(qids, top)}
+        return evaluate(run, dev.qrels, ["recall@5"])["recall@5"]
+    return score
+
+
+def rerank_dev_eval(dev: RetrievalDataset, top10: dict[str, list[str]]):
+    """``dev_eval`` of the reranker: Recall@5 of Rerank-10 over the trained DPR's top 10."""
+    from toolkit.metrics import evaluate
+    qids = [q for q in dev.queries if top10.get(q)]
+
+    def score(predict) -> float:
+        pairs = [(dev.queries[q].text, dev.corpus[d].text) for q in qids for d in top10[q]]
+        s, i, run = list(predict(pairs)), 0, {}
+        for q in qids:
+            k = len(top10[q])
+            order = sorted(range(k), key=lambda j: -s[i + j])
+            run[q] = {top10[q][j]: float(k - r) for r, j in enumerate(order)}
+            i += k
+        return evaluate(run, {q: dev.qrels[q] for q in qids}, ["recall@5"])["recall@5"]
+    return score
+
+
+def classifier_dev_eval(dev: RetrievalDataset):
+    """``dev_eval`` of the classifier: accuracy of its single/multi-tool decision."""
+    from .splits import is_single_tool
+    qids = list(dev.queries)
+    gold = [int(is_single_tool(dev, q)) for q in qids]
+
+    def score(predict) -> float:
+        pred = predict([dev.queries[q].text for q in qids])
+        return sum(int(p) == g for p, g in zip(pred, gold)) / len(gold)
+    return score
 
 
 def _stage_wall(directory: Path, st: dict, t0: float) -> None:
@@ -251,9 +310,17 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     ranked = {q: sorted(r, key=lambda d: -r[d]) for q, r in run.items()}
     mine_s = time.perf_counter() - t
     ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed, n_pos=setup.ce_pos)
+    dev_eval = None
+    if setup.ce_select_on_dev:       # Rerank-10 over the trained DPR's top 10 of the whole corpus
+        dev = dev_sample(split, setup)
+        dpr = build_retriever(f"dense:{de_path}", batch_size=64)
+        dpr.index(*dev.doc_texts())
+        run10 = dpr.search(dev.query_texts(), k=10)
+        dev_eval = rerank_dev_eval(dev, {q: sorted(r, key=lambda d: -r[d]) for q, r in run10.items()})
     ce_path, stats = train_cross_encoder(
         ce_pairs, out, base=base, epochs=setup.ce_epochs, batch_size=setup.ce_batch,
-        lr=setup.ce_lr, max_length=setup.ce_max_len, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log)
+        lr=setup.ce_lr, max_length=setup.ce_max_len, max_steps=steps, seed=setup.seed, threads=setup.threads, log=log,
+        dev_eval=dev_eval)
     stats = dict(stats)
     stats["hard_negative_mining_s"] = round(mine_s, 1)
     stats["stage_wall_s"] = round(time.perf_counter() - t, 1)

@@ -15,7 +15,8 @@ from typing import Mapping
 
 from toolkit.data.contract import RetrievalDataset
 
-from toolkit.training import batches_no_duplicates, is_trained, write_stats, read_stats, set_threads, train_loop
+from toolkit.training import (batches_no_duplicates, epoch_batches, is_trained, read_stats, set_threads, train_loop,
+                              write_stats)
 
 
 def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]], n_neg: int = 3, depth: int = 30,
@@ -48,7 +49,9 @@ def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu
 def train_cross_encoder(pairs: list[tuple[str, str, float]], out_dir: Path, base: str = "minilm", epochs: int = 1,
                         batch_size: int = 32, lr: float = 2e-5, warmup_ratio: float = 0.1, max_length: int = 256,
                         max_steps: int | None = None, seed: int = 0, threads: int | None = None,
-                        checkpoint_every: int = 100, log=print) -> tuple[Path, dict]:
+                        checkpoint_every: int = 100, log=print, dev_eval=None) -> tuple[Path, dict]:
+    """Fine-tune a cross-encoder on (query, API text, label) pairs; ``dev_eval(score)`` scores it after
+    every epoch (``score(pairs)`` -> relevance scores) and the best epoch is kept."""
     out_dir = Path(out_dir)
     if is_trained(out_dir):
         return out_dir / "final", read_stats(out_dir)
@@ -57,18 +60,19 @@ def train_cross_encoder(pairs: list[tuple[str, str, float]], out_dir: Path, base
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     model = load_base_cross_encoder(base, max_length)
     loss = BinaryCrossEntropyLoss(model)
-    batches = []
-    for e in range(epochs):
-        batches += batches_no_duplicates(pairs, batch_size, seed + e, keys=lambda it: ())
-    if max_steps:
-        batches = batches[:max_steps]
+    batches, ends = epoch_batches(lambda e: batches_no_duplicates(pairs, batch_size, seed + e, keys=lambda it: ()),
+                                  epochs, max_steps)
 
     def loss_fn(batch):
         labels = torch.tensor([lab for _, _, lab in batch], dtype=torch.float32)
         return loss([[q for q, _, _ in batch], [d for _, d, _ in batch]], labels)
 
+    def score(qd_pairs):
+        return model.predict(qd_pairs, batch_size=64, show_progress_bar=False)
     stats = train_loop(loss, loss_fn, batches, out_dir, lr=lr, warmup_ratio=warmup_ratio,
-                       checkpoint_every=checkpoint_every, save=lambda p: model.save(str(p)), log=log, seed=seed)
+                       checkpoint_every=checkpoint_every, save=lambda p: model.save(str(p)), log=log, seed=seed,
+                       epoch_ends=ends, on_epoch=(lambda e: dev_eval(score)) if dev_eval else None,
+                       keep_best=dev_eval is not None)
     stats.update(epochs=epochs, batch_size=batch_size, max_length=max_length, base=base, train_pairs=len(pairs),
                  positives=int(sum(lab for _, _, lab in pairs)))
     write_stats(out_dir, stats)

@@ -68,7 +68,7 @@ from toolkit.toolrerank.pipeline import ToolRerankConfig, candidates, grid_searc
 from toolkit.toolrerank.splits import MULTI_SUBSETS, SEEN_SUBSETS, SINGLE_SUBSETS, SUBSETS, UNSEEN_SUBSETS, make_split, release_split, seen_tools
 
 cfg = config_for(profile, **overrides)
-setup, depth, seed = cfg.setup, cfg.depth, cfg.seed
+setup, depth, seed = cfg.setup, cfg.depth, cfg.eval_seed
 rec = Recorder("10_toolrerank", profile, parameters=dict(
     overrides=overrides, subset_queries=cfg.subset_queries, dev_queries=cfg.dev_queries,
     transfer_queries=cfg.transfer_queries, depth=depth, seed=seed, toolbench_release_dir=cfg.toolbench_release_dir,

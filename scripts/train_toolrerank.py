@@ -49,9 +49,9 @@ def main() -> None:
     if which:
         sets = {}
         if "toollens" in which:
-            sets.update(eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=cfg.seed))
+            sets.update(eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=cfg.eval_seed))
         if "transfer" in which:
-            sets.update(transfer_sets(cfg.transfer_queries, seed=cfg.seed, sample_pools_only=args.profile == "smoke"))
+            sets.update(transfer_sets(cfg.transfer_queries, seed=cfg.eval_seed, sample_pools_only=args.profile == "smoke"))
         if args.only:
             sets = {k: v for k, v in sets.items() if k in args.only.split(",")}
         timings["prescore_s"] = prescore(sets, models, setup, log=lambda m: print(m, flush=True), tag=args.tag)

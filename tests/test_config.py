@@ -83,3 +83,9 @@ def test_toolrerank_config_routes_setup_fields():
         config_for("standard", epochs=3)
     with pytest.raises(ValueError, match="depth must be >= 10"):
         config_for("standard", depth=5)
+
+
+def test_toolrerank_split_seed_and_evaluation_seed_are_separate_parameters():
+    from toolkit.toolrerank.config import config_for
+    c = config_for("standard", seed=2, eval_seed=1)                   # seed: the held-out draw (training Setup)
+    assert c.setup.seed == 2 and c.eval_seed == 1

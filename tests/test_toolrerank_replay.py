@@ -39,7 +39,7 @@ def test_standard_tables_replay_without_a_model(monkeypatch):
     split = make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=s.dev_size,
                        n_heldout_categories=s.n_heldout_categories, heldout_tool_frac=s.heldout_tool_frac, seed=s.seed)
     assert score_cache.cache_path(cfg, split) == cache, "the committed cache is not this configuration's"
-    sets = experiment.eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=cfg.seed)
+    sets = experiment.eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=cfg.eval_seed)
     cands = score_cache.load(cache, sets, seen_tools(split.train))
     cands.pop("dev")
     best = ToolRerankConfig(**data["best_config"])

@@ -24,7 +24,7 @@ class ExperimentConfig:
     dev_queries: int | None = 6            # dev queries for the grid search (None: all)
     transfer_queries: int | None = 1       # queries per StableToolBench group (None: all)
     depth: int = 50                        # DPR candidates given to the reranker (the largest m of the grid)
-    seed: int = 0                          # evaluation samples
+    eval_seed: int = 0                     # the evaluation samples (the split and training: setup.seed)
     toolbench_release_dir: str | None = None   # ToolBench data/retrieval/ (G1/ G2/ G3/): the paper's own protocol
     retrain: bool = False                  # ignore a matching score cache: train (or load) the models, rewrite it
 
@@ -37,8 +37,8 @@ class ExperimentConfig:
                 raise ValueError(f"10_toolrerank parameter {name} must be >= 1 or None (all), got {v}")
         if self.depth < 10:
             raise ValueError(f"10_toolrerank parameter depth must be >= 10 (Rerank-10 needs it), got {self.depth}")
-        if self.seed < 0:
-            raise ValueError(f"10_toolrerank parameter seed must be >= 0, got {self.seed}")
+        if self.eval_seed < 0:
+            raise ValueError(f"10_toolrerank parameter eval_seed must be >= 0, got {self.eval_seed}")
 
 
 PROFILE_NAMES = ("smoke", "standard", "paper")

@@ -37,7 +37,7 @@ class ScoreCacheMiss(KeyError):
 
 def cache_key(cfg, split) -> str:
     """Hash of what decides the cached numbers: training setup, split, evaluation sizes, seed, depth."""
-    key = {"version": VERSION, "training": cfg.setup.training_params(), "depth": cfg.depth, "seed": cfg.seed,
+    key = {"version": VERSION, "training": cfg.setup.training_params(), "depth": cfg.depth, "seed": cfg.eval_seed,
            "sizes": [cfg.subset_queries, cfg.dev_queries, cfg.transfer_queries],
            "split": {"train": len(split.train.queries), "heldout": [split.heldout_categories, split.heldout_tools]}}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]

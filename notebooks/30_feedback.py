@@ -36,10 +36,9 @@ import pandas as pd
 from toolkit.feedback import tables as T
 from toolkit.feedback.config import config_for
 from toolkit.feedback.data import test_sets, training_set
-from toolkit.metrics import evaluate
 from toolkit.report import side_by_side
 from toolkit.results import Recorder
-from toolkit.retrieval import build_retriever, retrieve
+from toolkit.retrieval import build_retriever
 
 cfg = config_for(profile, **overrides)
 rec = Recorder("30_feedback", profile, parameters={"overrides": overrides, **{k: str(v) for k, v in vars(cfg).items()}})
@@ -65,24 +64,8 @@ side_by_side(rec, T.PAPER, "1", wide=False)
 # the whole set (the paper's key) and on the LLM sample of that set (our rows, "(LLM sample)").
 
 # %%
-METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
-rows = []
-for method, name in [("BM25", "bm25"), ("Ada Embedding", "minilm")]:
-    retriever = build_retriever(name)
-    for label, full in tests.items():
-        ds = full.nested_sample(cfg.baseline_queries, cfg.sample_seed)
-        run = retrieve(ds, retriever, k=100)
-        per_q = evaluate(run, ds.qrels, METRICS, per_query=True, ties="sklearn")
-        llm_qids = set(full.nested_sample(cfg.sample_size(label), cfg.sample_seed).queries) & set(ds.queries)
-        for metric, vals in per_q.items():
-            rows.append({"set": label, "method": method, "metric": metric, "n": len(vals),
-                         "value": sum(vals.values()) / len(vals)})
-            if len(llm_qids) < len(ds.queries):
-                sub = [vals[q] for q in llm_qids]
-                rows.append({"set": label, "method": f"{method} (LLM sample)", "metric": metric, "n": len(sub),
-                             "value": sum(sub) / len(sub), "ours_only": True})
-values = pd.DataFrame(rows)
-values["ours_only"] = values.get("ours_only", False).fillna(False).astype(bool)
+METRICS = T.METRICS
+values = T.baseline_values(tests, {"BM25": build_retriever("bm25"), "Ada Embedding": build_retriever("minilm")}, cfg)
 in_dom = values[values.set.isin(["I1", "I2", "I3", "All"]) & (values.metric != "ndcg@10")]
 out_dom = values[values.set.isin(["UltraTool"])]
 notes = {"Ada Embedding": "all-MiniLM-L6-v2 in place of text-embedding-ada-002",

@@ -188,3 +188,21 @@ def test_feedback_config_profiles_and_overrides():
         config_for("smoke", rounds=3)
     with pytest.raises(TypeError, match="base"):
         config_for("smoke", base=3)
+
+
+def test_baseline_values_add_the_llm_sample_rows_only_where_there_is_a_sample():
+    from types import SimpleNamespace
+
+    from toolkit.data.contract import Document, Query, RetrievalDataset
+    from toolkit.feedback import tables as FT
+    from toolkit.retrieval import build_retriever
+    docs = {f"d{i}": Document(f"d{i}", "c", f"t{i}", f"a{i}", text) for i, text in
+            enumerate(["weather forecast city", "stock price quote", "translate text language"])}
+    qs = {"q0": Query("q0", "weather in a city"), "q1": Query("q1", "price of a stock"),
+          "q2": Query("q2", "translate this text")}
+    ds = RetrievalDataset("tiny", docs, qs, {"q0": {"d0": 1}, "q1": {"d1": 1}, "q2": {"d2": 1}})
+    cfg = SimpleNamespace(baseline_queries=None, sample_seed=0, sample_size=lambda label: 2 if label == "I1" else None)
+    v = FT.baseline_values({"I1": ds, "I2": ds}, {"BM25": build_retriever("bm25")}, cfg)
+    assert set(v[v.set == "I1"].method) == {"BM25", "BM25 (LLM sample)"} and set(v[v.set == "I2"].method) == {"BM25"}
+    assert v[(v.method == "BM25 (LLM sample)") & (v.metric == "ndcg@1")].n.iloc[0] == 2
+    assert v[(v.set == "I2") & (v.metric == "ndcg@1")].value.iloc[0] == pytest.approx(1.0)

@@ -32,6 +32,32 @@ def record_table1(rec, t1: pd.DataFrame) -> None:
                         note=getattr(r, "note", "") if isinstance(getattr(r, "note", ""), str) else "")
 
 
+METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
+
+
+def baseline_values(tests: dict, retrievers: dict, cfg, k: int = 100) -> pd.DataFrame:
+    """Tables 2/3's baselines: each retriever (``{method: build_retriever(...)}``) on each test set
+    (``cfg.baseline_queries`` of it, nested sample), NDCG@1/3/5/10 with ToolBench's tie handling; where
+    the LLM methods run on a sample, the same retriever on that sample too (``<method> (LLM sample)``,
+    our own rows). Columns set, method, metric, n, value, ours_only."""
+    from toolkit.metrics import evaluate
+    from toolkit.retrieval import retrieve
+    rows = []
+    for method, retriever in retrievers.items():
+        for label, full in tests.items():
+            ds = full.nested_sample(cfg.baseline_queries, cfg.sample_seed)
+            per_q = evaluate(retrieve(ds, retriever, k=k), ds.qrels, METRICS, per_query=True, ties="sklearn")
+            llm_qids = set(full.nested_sample(cfg.sample_size(label), cfg.sample_seed).queries) & set(ds.queries)
+            for metric, vals in per_q.items():
+                rows.append({"set": label, "method": method, "metric": metric, "n": len(vals),
+                             "value": sum(vals.values()) / len(vals), "ours_only": False})
+                if len(llm_qids) < len(ds.queries):
+                    sub = [vals[q] for q in llm_qids]
+                    rows.append({"set": label, "method": f"{method} (LLM sample)", "metric": metric, "n": len(sub),
+                                 "value": sum(sub) / len(sub), "ours_only": True})
+    return pd.DataFrame(rows)
+
+
 def retrieval_table(values: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """Tables 2/3: method rows x (set, metric) columns, ours (x100, as the paper prints)."""
     v = values[values.metric.isin(metrics)]

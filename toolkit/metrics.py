@@ -64,8 +64,7 @@ import numpy as np
 
 __all__ = ["check_depth", "evaluate", "metric_names", "rank"]
 
-Run = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, float]]
+from toolkit.data.contract import Qrels, Run  # the suite's one definition (BEIR's contract)
 
 
 # --- per-metric formulas ------------------------------------------------------------------------

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
-Qrels = dict[str, dict[str, int]]
-Run = dict[str, dict[str, float]]
+# read-only views: a qrels or run may be any mapping (a dict, a ranx/pytrec_eval mapping)
+Qrels = Mapping[str, Mapping[str, float]]     # {qid: {doc_id: graded relevance}}
+Run = Mapping[str, Mapping[str, float]]       # {qid: {doc_id: score}}
 
 
 @dataclass(frozen=True)

@@ -25,21 +25,20 @@
 #   almost everything there is unseen. These numbers are printed beside the paper's but recorded only as extra
 #   results, because the compare keys are taken by the ToolLens mirrors.
 # - **Models.** MiniLM-L6 (`all-MiniLM-L6-v2`) instead of `bert-base-uncased` for all three models (the `paper`
-#   profile uses bert-base-uncased); max length 128 instead of 256; the standard profile sees every training
-#   query once, with one sampled gold API per query for the DPR and the reranker (ToolBench's recipe uses every
-#   (query, gold API) pair: 24,261 pairs here, 2.6 per query, ≈2 h per epoch at the ≈3.4 pairs/s this CPU gives).
+#   profile uses bert-base-uncased); max length 128 instead of 256; epochs chosen on dev (below) instead of
+#   ToolBench's fixed recipe, within what a 2-core CPU trains in a few hours.
 #   sentence-transformers' Trainer classes need the `datasets` package, which is not in the environment: a plain
 #   loop calls the same
 #   sentence-transformers losses (MultipleNegativesRankingLoss, BinaryCrossEntropyLoss) with AdamW and linear
 #   warm-up/decay, checkpointing every 100 steps.
-# - **Unstated choices.** Hard negatives: drawn from a retriever's top 30 (standard: 1 per query from the
-#   off-the-shelf MiniLM, see the training cell; smoke/paper: 2 / 5 from the trained DPR, as the paper), and in the
-#   standard profile only among APIs of seen tools (`ce_neg_pool`, below). Candidates: the DPR
+# - **Unstated choices.** Hard negatives: drawn from the trained DPR's top 30 (standard: 2 per positive pair; paper
+#   profile: 5), only among APIs of seen tools in the standard profile (`ce_neg_pool`, below). Candidates: the DPR
 #   top 50 (the largest m of the grid). The grid search picks by dev Recall@5; because the two HAR algorithms
 #   act on disjoint queries, τ_s and (τ_m, n) are chosen separately per (m_s, m_u) — the same optimum as the
 #   full 1,323-point grid. sim(r_i, r_j) of Algorithm 2 is the DPR cosine between API documents.
-# - **Evaluation sizes.** standard: 100 queries per subset (as the paper), 200 dev queries, 20 per ToolBench
-#   group; smoke: 2 / 6 / 1 with models trained for 3 steps (numbers are meaningless, only the plumbing runs).
+# - **Evaluation sizes.** standard: every query of the six subsets, of the 600 dev queries and of the 765
+#   StableToolBench queries (the paper: 100 per subset), plus three held-out draws on 100 per subset (below);
+#   smoke: 2 / 6 / 1 with models trained for 3 steps (numbers are meaningless, only the plumbing runs).
 # - **Table 4** (pass/win rate of ToolLLaMA-7B with DFSDT over live RapidAPI calls) cannot be run here; the
 #   notebook reports, per method, the share of queries whose gold APIs are all in the top 5 instead.
 
@@ -56,16 +55,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from toolkit.data import load_dataset
 from toolkit.metrics import evaluate
 from toolkit.report import side_by_side
 from toolkit.results import Recorder
 from toolkit.retrieval import build_retriever
 from toolkit.toolrerank import analysis, tables
 from toolkit.toolrerank.config import config_for
-from toolkit.toolrerank.experiment import eval_sets, load_models, train_all, transfer_sets
+from toolkit.toolrerank.experiment import eval_sets, load_models, toollens_split, train_all, transfer_sets
 from toolkit.toolrerank.pipeline import ToolRerankConfig, candidates, grid_search, restrict
-from toolkit.toolrerank.splits import MULTI_SUBSETS, SEEN_SUBSETS, SINGLE_SUBSETS, SUBSETS, UNSEEN_SUBSETS, make_split, release_split, seen_tools
+from toolkit.toolrerank.splits import MULTI_SUBSETS, SEEN_SUBSETS, SINGLE_SUBSETS, SUBSETS, UNSEEN_SUBSETS, release_split, seen_tools
 
 cfg = config_for(profile, **overrides)
 setup, depth, seed = cfg.setup, cfg.depth, cfg.eval_seed
@@ -78,9 +76,7 @@ t = time.perf_counter()
 if cfg.toolbench_release_dir:   # the paper's data: ToolBench's training queries, StableToolBench groups as test sets
     split = release_split(cfg.toolbench_release_dir, dev_size=setup.dev_size, seed=setup.seed)
 else:
-    split = make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=setup.dev_size,
-                       n_heldout_categories=setup.n_heldout_categories, heldout_tool_frac=setup.heldout_tool_frac,
-                       seed=setup.seed)
+    split = toollens_split(setup)
 sets = eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=seed)
 stage_s["split"] = time.perf_counter() - t
 pd.Series(split.summary(), dtype=object).to_frame("ToolLens seen/unseen split")
@@ -100,32 +96,26 @@ t1["seen"] = ["", ""] + ["seen" if SUBSETS[s][1] else "unseen" for s in SUBSETS]
 t1
 
 # %% [markdown]
-# ## Training (cached) — throughput and wall time
+# ## Training (cached) — throughput, wall time and learning curves
 #
-# The standard profile was sized from measured throughput on this machine (2 CPU cores;
-# `scripts/bench_toolrerank.py` measures it): one torch thread per process, ≈3.4 training pairs/s for the DPR and
-# the reranker at max length 128. So the standard profile trains, each for one epoch,
-# - the DPR on every training query once, paired with one of its gold APIs drawn at random (9,341 pairs, 294 steps
-#   of 32, lr 2e-5 with 10 % linear warm-up — ToolBench's recipe, whose 500 warm-up steps exceed the run);
-# - the reranker on every training query: one sampled gold API (label 1) and one hard negative drawn from the top
-#   30 of the *off-the-shelf* MiniLM (label 0) — not from the trained DPR as in the paper, so that the reranker
-#   trains in parallel with the DPR (batch 16, lr 5e-5), and only among the 353 APIs of the 220 seen tools
-#   (`ce_neg_pool="seen"`). With negatives from the whole 464-API library (`ce_neg_pool="all"`, the first standard
-#   run), the 111 APIs of held-out tools drew 1,775 of the 9,341 training negatives (16 each on average) and were never
-#   a positive, and the reranker
-#   learned to reject unseen tools: mean score of gold APIs on I1-Tool 0.12 against 0.40 for wrong seen-tool APIs,
-#   Rerank-30/50 Recall@5 = 0 on I1-Tool and I1-Cat. The paper does not say which APIs its negatives come from; on
-#   ToolBench's 16k-API library each held-out API would rarely be drawn, so keeping held-out tools out of training
-#   entirely is the closer analogue of its protocol here;
-# - the classifier on all single-tool training queries and as many multi-tool ones (balanced; batch 16, lr 5e-5).
-# The table below gives examples, steps, pairs/s and wall time of each stage as they were measured (2026-11-23:
-# the DPR with 1 torch thread beside the first reranker; the classifier alone on 1 thread; the final reranker with
-# 2 threads and the machine otherwise idle). Pre-scoring the evaluation sets (DPR top 50 × reranker, 40k pairs for
-# the ToolLens sets and 6k for the transfer sets) took 16 min in two parallel processes (≈25 pairs/s each). An earlier
-# standard run (sampled 2,400 DPR pairs, 650 reranker queries; `results/` history) left the reranker unable to
-# separate gold from hard-negative APIs; a first attempt at lr 2e-5 with ≈75 steps left the fresh heads at chance.
-# Stages run in the background with
-# `scripts/train_toolrerank.py` (in parallel processes); models land in
+# The standard profile trains as §4.1 describes, sized by the throughput measured on this machine
+# (`scripts/bench_toolrerank.py`; 2 CPU cores):
+# - the DPR on **every (query, gold API) pair** of the training queries, in-batch negatives, batch 32, lr 2e-5 with
+#   linear warm-up (ToolBench's recipe: 500 steps, capped at a tenth of the run);
+# - the reranker on every positive pair with **hard negatives from the trained DPR's top 30**, two per positive,
+#   only among the APIs of seen tools (`ce_neg_pool="seen"`): with negatives from the whole 464-API library
+#   (`ce_neg_pool="all"`, an earlier run), the 111 APIs of held-out tools were drawn as negatives 16 times each on
+#   average and never as positives, and the reranker learned to reject unseen tools (mean score of gold APIs on
+#   I1-Tool 0.12 against 0.40 for wrong seen-tool APIs). The paper does not say which APIs its negatives come from;
+#   on ToolBench's 16k-API library a held-out API would rarely be drawn, so keeping held-out tools out of training
+#   is the closer analogue. Batch 16, lr 5e-5 (the head is fresh);
+# - the classifier on all single-tool training queries and as many multi-tool ones (balanced), lr 5e-5.
+#
+# Each model is evaluated on a dev sample after every epoch — DPR Recall@5, Rerank-10 Recall@5 over the trained
+# DPR's top 10, classifier accuracy — and the best epoch is kept (`*_select_on_dev`): the curves below show whether
+# the last epoch still helped. The table gives examples, steps, pairs/s and wall time of each stage as measured
+# when it trained. Stages run in the background with `scripts/train_toolrerank.py` (DPR and classifier in parallel
+# processes, then the reranker, then the pre-scoring of the evaluation sets); models land in
 # `cache_dir()/models/toolrerank/<profile>-<hash>/`, so reruns only evaluate.
 
 # %% [markdown]
@@ -392,6 +382,45 @@ rec.extra["claims"] = ours_claims.reset_index().to_dict("records")
 ours_claims.join(paper_claims.add_suffix(" (paper)"))
 
 # %% [markdown]
+# ## Held-out draws: a property of ToolLens, or of one split?
+#
+# The split above is one random draw of held-out categories and tools (seed `setup.seed`). Each seed of
+# `draw_seeds` draws it again and trains the three models with a smaller setup (`draw_setup`: one epoch per model,
+# one gold API and one hard negative per training query for the reranker), then evaluates `draw_subset_queries`
+# queries per subset: the premise behind m_s < m_u (gold APIs in the DPR top 10, seen vs unseen subsets), Recall@5
+# of every method, and the claims, with ToolRerank's configuration from each draw's own dev grid search. Each draw's
+# scores are a score cache of their own; a draw without one is listed with the command that trains it in the
+# background (`draw_train_missing=True` trains it here instead).
+
+# %%
+from toolkit.toolrerank import draws as draws_mod  # noqa: E402
+
+t = time.perf_counter()
+drawn, draws_pending = [], []
+for s_ in cfg.draw_seeds:
+    d_ = draws_mod.run_draw(cfg, s_, train_missing=cfg.draw_train_missing, log=None)
+    if d_ is None:
+        draws_pending.append({"seed": s_, "command": draws_mod.draw_command(cfg, s_)})
+    else:
+        drawn.append(d_)
+stage_s["held-out draws (replay or train)"] = time.perf_counter() - t
+rec.extra["draws"] = [asdict(d_) for d_ in drawn]
+rec.extra["draws_pending"] = draws_pending
+spread = claims_stability = None
+if drawn:
+    draws_mod.record_draws(rec, drawn)
+    display(pd.DataFrame([{"seed": d_.seed, "held-out categories": ", ".join(d_.heldout["categories"]),
+                           "held-out tools": d_.heldout["tools"], "dev queries": d_.n_queries["dev"],
+                           "test queries": sum(v for k, v in d_.n_queries.items() if k != "dev"),
+                           **{f"best {k}": d_.best[k] for k in ("m_s", "m_u", "n", "har")}} for d_ in drawn]).set_index("seed"))
+    spread = draws_mod.spread_table(drawn)
+    claims_stability = draws_mod.claims_by_draw(drawn)
+    display(spread.round(1), claims_stability)
+if draws_pending:
+    print(f"{len(draws_pending)} of {len(cfg.draw_seeds)} draws pending (no score cache):")
+    display(pd.DataFrame(draws_pending).set_index("seed"))
+
+# %% [markdown]
 # ## Reading
 #
 # Every number is looked up in this run's results (`toolkit.report.Reading` over the recorded cells, the claims table
@@ -478,6 +507,20 @@ ToolRerank {{tr_tr!p}}.
     fig_unseen_50=fig.get(("unseen", 50)), fig_unseen_dpr=fig.get(("unseen", "dpr")), all_pool=all_pool,
     **{k: tt[m].get("all-avg", {}).get("recall@5") for k, m in (("tr_dpr", "DPR"), ("tr_r10", "Rerank-10"),
                                                                  ("tr_tr", "ToolRerank"))})
+if spread is not None and len(drawn) > 1:
+    gap = spread.loc[("gold in DPR top 10", "seen - unseen")]
+    r5 = {m: spread.loc[(f"{m} Recall@5", "all-avg")] for m in ("DPR", "Rerank-10", "ToolRerank")}
+    stable = claims_stability[claims_stability["stable"] == "yes"].index.tolist()
+    unstable = claims_stability[claims_stability["stable"] == "no"].index.tolist()
+    text += (f"\n**Across {len(drawn)} held-out draws** (seeds {', '.join(str(d_.seed) for d_ in drawn)}; the draw setup, "
+             f"{cfg.draw_subset_queries or 'all'} queries per subset): seen − unseen gold in the DPR top 10 is "
+             f"{gap['mean']:+.1f} points on average (min {gap['min']:+.1f}, max {gap['max']:+.1f}; paper "
+             + R.format("{paper:s4.2|seen|DPR|gold_in_top10 - paper:s4.2|unseen|DPR|gold_in_top10!+p}") + "); all-avg "
+             "Recall@5 " + ", ".join(f"{m} {v['mean']:.1f} ± {v['std']:.1f}" for m, v in r5.items()) + ". "
+             f"Claims with the same verdict on every draw: {'; '.join(stable) or 'none'}. "
+             f"Claims whose verdict changes with the draw: {'; '.join(unstable) or 'none'}.\n")
+elif draws_pending:
+    text += f"\n**Held-out draws:** {len(draws_pending)} of {len(cfg.draw_seeds)} pending (see above).\n"
 display(Markdown(text))
 if R.missing:
     print(f"{len(set(R.missing))} numbers are not in this run (n/a above):", ", ".join(sorted(set(R.missing))[:6]))

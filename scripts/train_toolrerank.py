@@ -10,6 +10,10 @@ the configuration or of its training Setup, as ``-p name=value`` does for the no
 Resumable: rerun the same command after a kill. Stages can run in parallel processes:
 ``--stages dual_encoder`` and ``--stages classifier`` together, then ``--stages reranker``, then
 ``--prescore toollens --tag a`` and ``--prescore transfer --tag b`` together.
+
+``--draw SEED`` instead trains one held-out draw of the profile (``toolkit.toolrerank.draws``: the split
+drawn with SEED, the profile's ``draw_setup``), evaluates it and writes its score cache, which the
+notebook replays; two draws can run side by side with ``--set threads=1``.
 """
 from __future__ import annotations
 
@@ -17,11 +21,10 @@ import argparse
 import json
 import time
 
-from toolkit.data import load_dataset
+from toolkit.config import int_at_least
 from toolkit.runner import parse_param
 from toolkit.toolrerank.config import PROFILE_NAMES, config_for
-from toolkit.toolrerank.experiment import eval_sets, prescore, train_all, transfer_sets
-from toolkit.toolrerank.splits import make_split
+from toolkit.toolrerank.experiment import eval_sets, prescore, toollens_split, train_all, transfer_sets
 
 
 def main() -> None:
@@ -33,13 +36,20 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a configuration or Setup field, e.g. --set ce_rounds=2 --set subset_queries=None")
     ap.add_argument("--tag", default="", help="suffix of this process's score file (parallel runs)")
+    ap.add_argument("--draw", type=int_at_least(0), default=None, metavar="SEED",
+                    help="train and score one held-out draw (its own split and score cache) instead")
     args = ap.parse_args()
     cfg = config_for(args.profile, **dict(parse_param(x) for x in args.set))
+    if args.draw is not None:
+        from toolkit.toolrerank.draws import run_draw
+        t0 = time.time()
+        d = run_draw(cfg, args.draw, train_missing=True, log=lambda m: print(m, flush=True))
+        print("done", json.dumps({"seed": d.seed, "replayed": d.replayed, "coverage": d.coverage, "recall": d.recall,
+                                  "wall_s": round(time.time() - t0, 1)}), flush=True)
+        return
     setup = cfg.setup
     t0 = time.time()
-    split = make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=setup.dev_size,
-                       n_heldout_categories=setup.n_heldout_categories, heldout_tool_frac=setup.heldout_tool_frac,
-                       seed=setup.seed)
+    split = toollens_split(setup)
     print(json.dumps(split.summary()), flush=True)
     stages = [s for s in args.stages.split(",") if s]
     models = train_all(split, setup, log=lambda m: print(m, flush=True), stages=stages)

@@ -9,7 +9,7 @@ Overrides are checked by name and type (:func:`toolkit.config.overridden`); a na
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from toolkit.config import overridden
 from toolkit.toolrerank.experiment import PROFILES as SETUPS
@@ -27,6 +27,12 @@ class ExperimentConfig:
     eval_seed: int = 0                     # the evaluation samples (the split and training: setup.seed)
     toolbench_release_dir: str | None = None   # ToolBench data/retrieval/ (G1/ G2/ G3/): the paper's own protocol
     retrain: bool = False                  # ignore a matching score cache: train (or load) the models, rewrite it
+    # held-out draws (toolkit.toolrerank.draws): the split drawn again with each seed, smaller training
+    draw_seeds: tuple[int, ...] = ()       # () = no draws
+    draw_setup: dict = field(default_factory=dict)   # changes of the main Setup for the draws (checked)
+    draw_subset_queries: int | None = 2    # queries per subset in each draw (seeded sample; None: all)
+    draw_dev_queries: int | None = 6       # dev queries of each draw's grid search
+    draw_train_missing: bool = True        # train a draw without a score cache (else: listed as pending)
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_NAMES:
@@ -37,16 +43,29 @@ class ExperimentConfig:
                 raise ValueError(f"10_toolrerank parameter {name} must be >= 1 or None (all), got {v}")
         if self.depth < 10:
             raise ValueError(f"10_toolrerank parameter depth must be >= 10 (Rerank-10 needs it), got {self.depth}")
+        for name in ("draw_subset_queries", "draw_dev_queries"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"10_toolrerank parameter {name} must be >= 1 or None (all), got {v}")
+        if len(set(self.draw_seeds)) != len(self.draw_seeds) or any(s < 0 for s in self.draw_seeds):
+            raise ValueError(f"10_toolrerank parameter draw_seeds must be distinct seeds >= 0, got {self.draw_seeds}")
+        overridden("10_toolrerank draw_setup", self.setup, dict(self.draw_setup), fixed=("profile", "seed"))
         if self.eval_seed < 0:
             raise ValueError(f"10_toolrerank parameter eval_seed must be >= 0, got {self.eval_seed}")
 
 
 PROFILE_NAMES = ("smoke", "standard", "paper")
+# the draws train each model for one epoch without dev selection, the reranker on one gold API and one hard negative
+# per training query: ~1.5 h per draw here instead of ~5 h for the main models
+STANDARD_DRAW_SETUP = {"de_epochs": 1, "de_select_on_dev": False, "ce_pos": 1, "ce_neg": 1, "ce_epochs": 1,
+                       "ce_select_on_dev": False, "cl_epochs": 1, "cl_select_on_dev": False}
 PROFILES = {
-    "smoke": ExperimentConfig(profile="smoke", setup=SETUPS["smoke"]),
-    # the paper's 100 queries per subset; 200 dev queries for the grid search, 20 per ToolBench group
-    "standard": ExperimentConfig(profile="standard", setup=SETUPS["standard"], subset_queries=100, dev_queries=200,
-                                 transfer_queries=20),
+    "smoke": ExperimentConfig(profile="smoke", setup=SETUPS["smoke"], draw_seeds=(0, 1)),
+    # every query of the six mirror subsets, of the dev set and of the 765 StableToolBench queries; three held-out
+    # draws with one epoch per model and 100 queries per subset (toolkit.toolrerank.draws), trained in the background
+    "standard": ExperimentConfig(profile="standard", setup=SETUPS["standard"], subset_queries=None, dev_queries=None,
+                                 transfer_queries=None, draw_seeds=(0, 1, 2), draw_setup=STANDARD_DRAW_SETUP,
+                                 draw_subset_queries=100, draw_dev_queries=200, draw_train_missing=False),
     "paper": ExperimentConfig(profile="paper", setup=SETUPS["paper"], subset_queries=None, dev_queries=600,
                               transfer_queries=None),
 }
@@ -63,7 +82,7 @@ def config_for(profile: str, **overrides) -> ExperimentConfig:
     try:
         cfg = overridden("10_toolrerank", base, own, fixed=("profile", "setup"))
     except ValueError as e:
-        if "has no parameter" in str(e):
+        if str(e).startswith("10_toolrerank has no parameter"):
             raise ValueError(f"{e}; or a training Setup field: {', '.join(sorted(setup_names))}") from None
         raise
     if setup_over:

@@ -114,16 +114,19 @@ PROFILES = {
     # seconds: a few optimizer steps on tiny samples
     "smoke": Setup("smoke", de_pairs=48, de_batch=16, de_max_len=128, de_warmup=1, ce_queries=16, ce_neg=2,
                    ce_batch=16, ce_max_len=128, cl_examples=48, cl_batch=16, max_steps=3),
-    # this machine (2 CPU cores, ~3-4 training pairs/s per core at max length 128): every training query once
-    # (one sampled gold API each) for the DPR and the reranker (+ 1 hard negative from the off-the-shelf
-    # MiniLM's top 30, so the two train in parallel), a single/multi-balanced classifier over all queries of
-    # the minority class. The reranker and classifier heads are fresh: lr 5e-5 (2e-5 with ~75 steps stayed at chance).
+    # full strength on this machine (issue 20): the DPR on every (query, gold API) pair, the reranker's hard negatives
+    # from the *trained* DPR's top 30 (§4.1), two per positive, among seen tools only; every model evaluated on dev
+    # after each epoch and its best epoch kept. Sized from the throughput measured on 2026-11-23 (DPR 5.3 pairs/s and
+    # reranker 14 pairs/s with one torch thread beside another job; scripts/bench_toolrerank.py): 24,261 DPR pairs
+    # x 2 epochs ~ 2 h, 72,783 reranker pairs x 2 epochs ~ 2 h, the balanced classifier minutes.
     # Negatives only from seen tools' APIs: with negatives from the whole 464-API library, each held-out API was
     # a training negative 16 times on average and never a positive, and the reranker learned to score unseen tools low
-    # (gold APIs of I1-Tool 0.12 vs wrong seen-tool APIs 0.40; notebook, "Why reranking fails on unseen tools")
-    "standard": Setup("standard", de_pos=1, de_batch=32, de_max_len=128,
-                      ce_pos=1, ce_neg=1, ce_batch=16, ce_max_len=128, ce_lr=5e-5, ce_neg_source="base", ce_neg_pool="seen",
-                      cl_balance=True, cl_batch=16, cl_lr=5e-5),
+    # (gold APIs of I1-Tool 0.12 vs wrong seen-tool APIs 0.40 in the first standard run). The reranker and classifier
+    # heads are fresh: lr 5e-5 (2e-5 with ~75 steps stayed at chance).
+    "standard": Setup("standard", threads=2, de_pos=0, de_epochs=2, de_batch=32, de_max_len=128, de_select_on_dev=True,
+                      ce_pos=0, ce_neg=2, ce_depth=30, ce_neg_source="dpr", ce_neg_pool="seen", ce_epochs=2,
+                      ce_batch=16, ce_max_len=128, ce_lr=5e-5, ce_select_on_dev=True,
+                      cl_balance=True, cl_epochs=3, cl_batch=16, cl_lr=5e-5, cl_select_on_dev=True),
     # the paper: bert-base-uncased, all pairs, ToolBench's recipe (needs a GPU)
     "paper": Setup("paper", base="bert-base-uncased", threads=0, de_epochs=5, de_max_len=256, de_warmup=500,
                    ce_neg=5, ce_max_len=256, cl_epochs=2),
@@ -213,6 +216,17 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
             if stage in stats and "stage_wall_s" not in stats[stage] and "stage_wall_s" in st:
                 stats[stage]["stage_wall_s"] = st["stage_wall_s"]
     return Models(de_path, ce_path, cl_path, root, stats)
+
+
+def toollens_split(setup: Setup) -> SeenUnseenSplit:
+    """The seen/unseen split of ToolLens (train + test) that ``setup`` trains on: its seed draws the
+    held-out categories and tools and the dev set."""
+    from toolkit.data import load_dataset
+
+    from .splits import make_split
+    return make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=setup.dev_size,
+                      n_heldout_categories=setup.n_heldout_categories, heldout_tool_frac=setup.heldout_tool_frac,
+                      seed=setup.seed)
 
 
 def dev_sample(split: SeenUnseenSplit, setup: Setup) -> RetrievalDataset:

@@ -170,14 +170,14 @@ def test_training_set_uses_library_documents_for_toollens_apis():
 
 
 def test_traces_round_trip_through_their_committed_file(tmp_path):
-    from toolkit.feedback.__main__ import load_traces, save_traces
+    from toolkit.feedback.experiment import load_traces, save_traces
     traces = _trace()
     save_traces(traces, tmp_path / "t.jsonl")
     back = load_traces(tmp_path / "t.jsonl")
     assert back["q"].instructions == traces["q"].instructions and back["q"].runs == traces["q"].runs
     assert list(back["q"].runs[1]) == ["d1", "d3", "d0"]                   # ranked order survives
     (tmp_path / "bad.jsonl").write_text('{"qid": "x"}\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl:1: not a feedback trace"):
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: not a feedback trace line"):
         load_traces(tmp_path / "bad.jsonl")
 
 

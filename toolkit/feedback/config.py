@@ -20,19 +20,29 @@ class FeedbackExperiment:
     feedback: FeedbackConfig = FeedbackConfig()
     training: IterationConfig = IterationConfig()
     train_feedback_requests: int | None = 500      # training instructions given offline feedback
+    warmup_pos: int = 0                            # warm-up pairs: gold APIs per training query (0 = all)
+    ablation_requests: int | None = 40             # I2 sample of Tables 4, 6, 7 (nested in the I2 sample)
+    train_trace_base: str | None = None            # set by experiment.condition: the main run's base encoder
+    llm_backend: str | None = None                 # None: auto (llama.cpp for a local GGUF); smoke: echo
+    run_missing: bool = False                      # the notebook runs missing stages itself (smoke)
     test_requests: dict | None = None              # per group: LLM sample size (None: whole group)
     warmup_max_steps: int | None = None            # cap on the warm-up's batches (smoke)
     sample_seed: int = 0
     toolbench_corpus: str = "library"              # library (the protocol) | pool (fast: smoke)
     baseline_queries: int | None = None            # smoke: baselines on a sample of each set too
+    max_docs: int | None = None                    # smoke: each test corpus cut to this many documents
 
     def __post_init__(self) -> None:
         if self.toolbench_corpus not in ("library", "pool"):
             raise ValueError(f"toolbench_corpus must be library or pool, got {self.toolbench_corpus!r}")
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
-        if self.train_feedback_requests is not None and self.train_feedback_requests < 1:
-            raise ValueError("train_feedback_requests must be >= 1 or None")
+        for name in ("train_feedback_requests", "ablation_requests"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"30_feedback parameter {name} must be >= 1 or None (all), got {v}")
+        if self.warmup_pos < 0:
+            raise ValueError(f"30_feedback parameter warmup_pos must be >= 0 (0 = every gold API), got {self.warmup_pos}")
         for group, n in (self.test_requests or {}).items():
             if n is not None and n < 1:
                 raise ValueError(f"test_requests[{group!r}] must be >= 1 or None, got {n}")
@@ -42,11 +52,15 @@ class FeedbackExperiment:
 
 
 PROFILES = {
-    "smoke": FeedbackExperiment(profile="smoke", train_feedback_requests=8, warmup_max_steps=4,
-                                test_requests={"I1": 4, "I2": 4, "I3": 4, "All": 12, "UltraTool": 4},
-                                toolbench_corpus="pool", baseline_queries=20),
+    # the whole pipeline in seconds: an echo LLM (deterministic stand-in), a few training steps, 2-4 queries
+    "smoke": FeedbackExperiment(profile="smoke", llm="echo", llm_backend="echo", run_missing=True,
+                                training=IterationConfig(batch_size=8, max_seq_length=64),
+                                train_feedback_requests=8, warmup_max_steps=2, ablation_requests=2,
+                                test_requests={"I1": 4, "I2": 4, "I3": 4, "UltraTool": 4},
+                                toolbench_corpus="pool", baseline_queries=20, max_docs=150),
     # the budget: all of I2 and I3, >= 150 I1 queries, >= 500 training instructions with feedback
-    "standard": FeedbackExperiment(profile="standard",
+    # max length 128 (paper: unstated; 256 made the mpnet warm-up need > 12 GB at batch 32 on this machine)
+    "standard": FeedbackExperiment(profile="standard", training=IterationConfig(max_seq_length=128),
                                    test_requests={"I1": 150, "I2": None, "I3": None, "UltraTool": 150}),
     "paper": FeedbackExperiment(profile="paper", base="bert-base-uncased", llm="gpt-3.5-turbo-0125",
                                 train_feedback_requests=None, training=IterationConfig(batch_size=64)),

@@ -1,0 +1,109 @@
+"""notebook 30's conditions, trace files and tables from traces (toolkit.feedback.experiment), without a model."""
+from __future__ import annotations
+
+import pytest
+
+from toolkit.data.contract import Document, Query, RetrievalDataset
+from toolkit.feedback import experiment as X
+from toolkit.feedback.config import config_for
+from toolkit.feedback.loop import Trace
+
+DOCS = {f"d{i}": Document(f"d{i}", "cat", f"tool{i}", f"api{i}", f"tool {i} text") for i in range(6)}
+
+
+def _ds(name, qids, gold):
+    return RetrievalDataset(name, DOCS, {q: Query(q, f"instruction {q}") for q in qids}, {q: {gold[q]: 1} for q in qids})
+
+
+def _trace(q, lists, seconds):
+    tr = Trace(q, [f"instruction {q}"] + [f"refined {q} {t}" for t in range(1, len(lists))])
+    tr.runs = [{d: float(10 - i) for i, d in enumerate(r)} for r in lists]
+    tr.seconds = seconds
+    return tr
+
+
+def test_conditions_change_the_model_not_the_training_feedback():
+    cfg = config_for("standard")
+    main_model, main_trace = X.model_id(cfg), X.train_trace_path(cfg)
+    ids = {main_model}
+    for table, rows in X.CONDITIONS.items():
+        for label in rows:
+            c = X.condition(cfg, table, label)
+            assert X.train_trace_path(c) == main_trace         # the offline feedback is generated once
+            ids.add(X.model_id(c))
+            assert X.test_trace_path(c, "I2", 40) != X.test_trace_path(cfg, "I2", 40)
+    assert len(ids) == 1 + sum(len(r) for r in X.CONDITIONS.values())
+    assert X.condition(cfg, "6", "Ours (RoBERTa-based)").base == "mpnet"
+    assert X.condition(cfg, "4", "w/o joint & hard-neg").training.joint is False
+    # a different LLM or sample size is a different trace
+    assert X.test_trace_path(config_for("standard", llm="other"), "I2", None) != X.test_trace_path(cfg, "I2", None)
+    assert X.test_trace_path(cfg, "I2", 10) != X.test_trace_path(cfg, "I2", None)
+
+
+def test_values_per_round_and_seconds_count_only_the_rounds_an_instruction_ran():
+    ds = _ds("g", ["a", "b"], {"a": "d1", "b": "d2"})
+    traces = {"a": _trace("a", [["d0", "d1"], ["d1", "d0"]], [2.0]),          # refined once, then N/A
+              "b": _trace("b", [["d0", "d2"], ["d2"], ["d2"]], [3.0, 5.0])}
+    assert X.trace_values(traces, ds.qrels, 0, ["ndcg@1"])["ndcg@1"] == 0.0
+    assert X.trace_values(traces, ds.qrels, 1, ["ndcg@1"])["ndcg@1"] == 1.0
+    assert X.trace_values(traces, ds.qrels, None, ["ndcg@1"])["ndcg@1"] == 1.0
+    assert X.seconds_per_instruction(traces, 1) == pytest.approx(2.5)
+    assert X.seconds_per_instruction(traces, 2) == pytest.approx(5.0)      # a: 2 s, b: 3 + 5 s
+    case = X.case_study(traces, ds)
+    assert case["qid"] == "b" and case["rounds"] == 2 and "Iteration 2: refined b 2" in case["text"]
+    assert "1. * tool2 / api2" in case["text"]
+
+
+def test_trace_files_round_trip_with_their_meta_and_name_the_bad_line(tmp_path):
+    traces = {"a": _trace("a", [["d0", "d1"], ["d1", "d0"]], [2.0])}
+    p = X.save_traces(traces, tmp_path / "t.jsonl", {"stage": "test"})
+    back = X.load_traces(p)
+    assert back["a"].instructions == traces["a"].instructions and list(back["a"].runs[1]) == ["d1", "d0"]
+    assert back["a"].seconds == [2.0] and X.load_meta(p) == {"stage": "test"}
+    p.write_text(p.read_text() + '{"qid": 3}\n')
+    with pytest.raises(ValueError, match=r"t.jsonl:2: not a feedback trace line"):
+        X.load_traces(p)
+
+
+def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
+    cfg = config_for("smoke", test_requests={"I1": 1, "I2": 2, "I3": 1, "UltraTool": 1}, ablation_requests=1,
+                     baseline_queries=None)
+    gold = {"a": "d1", "b": "d2", "c": "d3", "e": "d4", "u": "d5", "v": "d0"}
+    tests = {"I1": _ds("i1", ["a"], gold), "I2": _ds("i2", ["b", "c"], gold), "I3": _ds("i3", ["e"], gold),
+             "UltraTool": _ds("ut", ["u", "v"], gold)}
+    tests["All"] = _ds("all", ["a", "b", "c", "e"], gold)
+    tests = {k: tests[k] for k in ("I1", "I2", "I3", "All", "UltraTool")}
+    values, pending, _ = X.collect(cfg, tests)
+    assert values.empty
+    assert {(p["condition"], p["set"]) for p in pending} >= {("ToolRetriever", "I1"), ("Ours", "I2"),
+                                                              ("w/o warm-up", "I2"), ("Ours (dim=300)", "I2")}
+    assert all(p["needs"].startswith("python -m toolkit.feedback ") for p in pending)
+    # write the main run's traces (ToolRetriever: round 0 only; Ours: gold found after one round)
+    for label, ds in tests.items():
+        if label == "All":
+            continue
+        X.save_traces({q: _trace(q, [["d0", gold[q]]], []) for q in ds.queries}, X.toolretriever_trace_path(cfg, label))
+        n = cfg.sample_size(label)
+        sample = ds.nested_sample(n, cfg.sample_seed).queries
+        X.save_traces({q: _trace(q, [["d0", gold[q]], [gold[q]]], [4.0]) for q in sample},
+                      X.test_trace_path(cfg, label, n))
+    values, pending, extra = X.collect(cfg, tests)
+    v = values.set_index(["table", "set", "method", "metric"])["value"]
+    assert v["2", "I2", "Ours", "ndcg@1"] == 1.0 and v["2", "I2", "ToolRetriever", "ndcg@1"] == 0.0
+    assert v["2", "All", "Ours", "ndcg@1"] == 1.0                 # All = the union of the groups' traces
+    assert values.set_index(["table", "set", "method", "metric"])["n"]["2", "All", "Ours", "ndcg@1"] == 4
+    assert v["3", "UltraTool", "ToolRetriever (LLM sample)", "ndcg@3"] == pytest.approx(0.6309, abs=1e-4)
+    assert v["3", "UltraTool", "% improve", "ndcg@3"] == pytest.approx(1 / 0.6309297 - 1, abs=1e-4)
+    assert v["5", "I2", "Ours (T=1)", "seconds_per_instruction"] == 4.0
+    assert v["4", "I2", "Ours", "ndcg@1"] == 1.0 and ("4", "I2", "w/o warm-up", "ndcg@1") not in v
+    assert {p["set"] for p in pending} == {"I2"}                  # only the Tables 4, 6, 7 conditions remain
+    assert extra["case_study"]["set"] == "I2"
+
+
+def test_a_condition_must_be_a_row_of_tables_4_6_7():
+    from toolkit.feedback.__main__ import parse_condition
+    cfg = config_for("smoke")
+    assert parse_condition(cfg, "7:Ours (dim=512)").training.embedding_size == 512
+    with pytest.raises(SystemExit, match="not a row of Tables 4, 6 or 7; known: '4:w/o warm-up'"):
+        parse_condition(cfg, "4:w/o everything")

@@ -1,0 +1,362 @@
+"""Notebook ``30_feedback``'s conditions and stages: which models and traces each table needs, how
+they are named, produced (``python -m toolkit.feedback``) and read back without a model.
+
+Stages, each resumable (models are cached, LLM answers are cached per call, traces are written whole):
+
+- ``warmup``: ToolRetriever — the dual encoder on ToolLens train's original instructions;
+- ``train_feedback``: offline feedback (§4.3) — the loop, T rounds without the iteration prefix, on
+  ``train_feedback_requests`` training instructions with the warm-up retriever → the training trace;
+- ``train``: iteration-aware training (Eqs. 5–6) on that trace, from the warm-up model (or from the
+  base encoder: Table 4's "w/o warm-up");
+- ``test``: the loop at inference (§4.4) on a test group's LLM sample → a test trace;
+- ``toolretriever``: the warm-up model's retrieval of a whole test group (a round-0 trace, no LLM).
+
+A *trace* holds, per instruction, the instruction of every round and its top-``DEPTH`` documents with
+scores, and the LLM seconds of each round; it is committed (``data/feedback_traces/``), so every
+table is re-derived from traces alone. Its file name hashes everything that decides its content.
+
+*Conditions*: "Ours" is the profile's configuration; the rows of Tables 4, 6 and 7 are changes of it
+(:data:`CONDITIONS`). They are trained on the main run's training trace — the offline feedback is
+generated once, with the main warm-up retriever, instead of once per condition (a budget choice, said
+in the notebook) — and tested on the ``ablation_requests`` sample of I2.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from toolkit.feedback.loop import Trace, final_run, run_at
+
+TRACE_DIR = Path(__file__).resolve().parents[2] / "data" / "feedback_traces"
+DEPTH = 100                  # documents kept per round in a trace (NDCG@10 needs 10)
+METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
+GROUPS = ("I1", "I2", "I3")  # "All" is their union (StableToolBench's 765 queries)
+ABLATION_GROUP = "I2"        # Tables 4-7 are on I2 (intra-category multi-tool), as the paper
+
+# Table label -> change of the main configuration (``training`` fields, or ``base``)
+CONDITIONS: dict[str, dict[str, dict]] = {
+    "4": {"w/o warm-up": {"warmup": False}, "w/o hard-negative": {"hard_negatives": False},
+          "w/o joint & hard-neg": {"joint": False, "hard_negatives": False}},
+    "6": {"Ours (RoBERTa-based)": {"base": "mpnet"}},          # in place of RoBERTa-base (the main run: BERT)
+    "7": {f"Ours (dim={d})": {"embedding_size": d} for d in (300, 512, 768, 1024, 2048)},
+}
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def condition(cfg, table: str, label: str):
+    """The configuration of one row of Table ``table``: the main one with that row's change."""
+    change = dict(CONDITIONS[table][label])
+    base = change.pop("base", cfg.base)
+    return replace(cfg, base=base, train_trace_base=cfg.train_trace_base or cfg.base,
+                   training=replace(cfg.training, **change))
+
+
+# --- names ----------------------------------------------------------------------------------------
+
+def warmup_id(cfg) -> str:
+    """The warm-up model: base encoder, ToolLens train, the warm-up's own training settings."""
+    t = cfg.training
+    return f"{cfg.profile}-{cfg.base}-warmup-" + _hash(
+        {"pos": cfg.warmup_pos, "epochs": t.epochs, "batch": t.batch_size, "lr": t.lr, "warmup": t.warmup_steps,
+         "len": t.max_seq_length, "seed": t.seed, "max_steps": cfg.warmup_max_steps})
+
+
+def model_id(cfg) -> str:
+    """The iteration-aware model: its start (warm-up or base), its training trace, its training settings."""
+    return f"{cfg.profile}-{cfg.base}-" + _hash(
+        {"start": warmup_id(cfg) if cfg.training.warmup else cfg.base, "trace": train_trace_path(cfg).name,
+         "training": asdict(cfg.training), "max_steps": cfg.warmup_max_steps})
+
+
+def _llm_part(cfg) -> dict:
+    return {"llm": cfg.llm, "feedback": asdict(cfg.feedback), "rounds": cfg.training.rounds}
+
+
+def train_trace_path(cfg) -> Path:
+    """The offline feedback on training instructions. Every condition reads the main run's (the warm-up
+    retriever of the profile's base encoder and training settings): the change of a condition is ignored."""
+    main = replace(cfg, base=cfg.train_trace_base or cfg.base, training=replace(cfg.training, warmup=True, hard_negatives=True,
+                                                                    joint=True, embedding_size=None))
+    return TRACE_DIR / f"{cfg.profile}-train-" \
+        f"{_hash({'retriever': warmup_id(main), 'n': cfg.train_feedback_requests, 'seed': cfg.sample_seed, **_llm_part(cfg)})}.jsonl"
+
+
+def test_trace_path(cfg, group: str, n: int | None) -> Path:
+    """The loop on ``n`` queries (nested sample) of ``group`` with the condition's trained model."""
+    return TRACE_DIR / f"{cfg.profile}-test-{group}-" \
+        f"{_hash({'model': model_id(cfg), 'n': n, 'seed': cfg.sample_seed, 'corpus': cfg.toolbench_corpus, **_llm_part(cfg)})}.jsonl"
+
+
+def toolretriever_trace_path(cfg, group: str) -> Path:
+    """The warm-up model's retrieval of the whole group (no LLM)."""
+    return TRACE_DIR / f"{cfg.profile}-toolretriever-{group}-" \
+        f"{_hash({'model': warmup_id(cfg), 'corpus': cfg.toolbench_corpus, 'n': cfg.baseline_queries})}.jsonl"
+
+
+# --- trace files ----------------------------------------------------------------------------------
+
+def save_traces(traces: Mapping[str, Trace], path: Path, meta: dict | None = None) -> Path:
+    """One JSON line per instruction (instructions, runs as [doc, score] lists, LLM seconds per round),
+    then ``<path>.meta.json`` (what produced it: models, stage timings)."""
+    rows = [{"qid": t.qid, "instructions": t.instructions,
+             "runs": [[[d, round(s, 6)] for d, s in list(r.items())[:DEPTH]] for r in t.runs],
+             "seconds": [round(s, 3) for s in t.seconds]} for t in traces.values()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    tmp.replace(path)
+    meta_path(path).write_text(json.dumps(meta or {}, indent=1, default=str) + "\n")
+    return path
+
+
+def meta_path(path: Path) -> Path:
+    return path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
+
+
+def load_traces(path: Path) -> dict[str, Trace]:
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+                out[r["qid"]] = Trace(r["qid"], r["instructions"], [dict(x) for x in r["runs"]], [], r["seconds"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                raise ValueError(f"{path}:{lineno}: not a feedback trace line ({e}); delete the file and rerun "
+                                 f"its stage to regenerate it") from e
+    return out
+
+
+def load_meta(path: Path) -> dict:
+    p = meta_path(path)
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
+# --- evaluation -----------------------------------------------------------------------------------
+
+def trace_values(traces: Mapping[str, Trace], qrels: Mapping, t: int | None = None,
+                 metrics=METRICS) -> dict[str, float]:
+    """NDCG@m of the retrieval after round ``t`` (None: the last round each instruction reached),
+    ToolBench's tie handling, over the traced instructions."""
+    from toolkit.metrics import evaluate
+    run = final_run(traces) if t is None else run_at(traces, t)
+    return evaluate(run, {q: qrels[q] for q in traces}, list(metrics), ties="sklearn")
+
+
+def seconds_per_instruction(traces: Mapping[str, Trace], t: int) -> float:
+    """Table 5's efficiency: the LLM seconds an instruction spends in rounds 1..t (fewer when it left the
+    loop with "N/A" earlier), averaged over instructions."""
+    return sum(sum(tr.seconds[:t]) for tr in traces.values()) / max(len(traces), 1)
+
+
+def rows(label: str, method: str, values: Mapping[str, float], n: int, ours_only: bool = False) -> list[dict]:
+    """Rows in :func:`toolkit.feedback.tables.baseline_values`'s long format."""
+    return [{"set": label, "method": method, "metric": m, "n": n, "value": v, "ours_only": ours_only}
+            for m, v in values.items()]
+
+
+def with_all(traces_by_group: Mapping[str, Mapping[str, Trace]]) -> dict[str, Mapping[str, Trace]]:
+    """Add "All" = the union of I1, I2 and I3 when all three are there (the 765 queries are exactly theirs)."""
+    out = dict(traces_by_group)
+    if all(g in out for g in GROUPS):
+        out["All"] = {q: tr for g in GROUPS for q, tr in out[g].items()}
+    return out
+
+
+def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
+    """Figure 4: the instruction refined the most times whose gold tools rose most in the top ``k`` from
+    round 0 to its last round (ties: the first in the dataset's order); None when no instruction was
+    refined."""
+    from toolkit.metrics import evaluate
+    best = None
+    for q in ds.queries:
+        tr = traces.get(q)
+        if tr is None or len(tr.instructions) < 2:
+            continue
+        first, last = (evaluate({q: tr.runs[i]}, {q: ds.qrels[q]}, [f"ndcg@{k}"], ties="sklearn")[f"ndcg@{k}"]
+                       for i in (0, -1))
+        key = (len(tr.instructions), last - first)
+        if best is None or key > best[0]:
+            best = (key, q, first, last)
+    if best is None:
+        return None
+    (_, gain), q, first, last = best
+    tr = traces[q]
+    gold = set(d for d, r in ds.qrels[q].items() if r > 0)
+    lines = []
+    for t, instruction in enumerate(tr.instructions):
+        lines.append(f"Iteration {t}: {instruction}")
+        for rank, d in enumerate(tr.top(t, k), 1):
+            doc = ds.corpus[d]
+            lines.append(f"   {rank}. {'*' if d in gold else ' '} {doc.tool} / {doc.api}")
+    return {"qid": q, "rounds": len(tr.instructions) - 1, f"ndcg@{k} first": first, f"ndcg@{k} last": last,
+            "text": "\n".join(lines)}
+
+
+def pending_row(table: str, condition_label: str, group: str, command: str, why: str = "no trace") -> dict:
+    return {"table": table, "condition": condition_label, "set": group, "needs": command, "why": why}
+
+
+def command(stage: str, cfg, group: str | None = None, table: str | None = None, label: str | None = None) -> str:
+    cond = f" --condition '{table}:{label}'" if table else ""
+    grp = f" --group {group}" if group else ""
+    return f"python -m toolkit.feedback {stage} --profile {cfg.profile}{grp}{cond}"
+
+
+def load_or_pending(path: Path, needed, pending: list, row: dict) -> dict[str, Trace] | None:
+    """The traces at ``path`` if they cover every qid in ``needed``; else ``None`` and a pending row."""
+    if not path.is_file():
+        pending.append(row)
+        return None
+    tr = load_traces(path)
+    missing = [q for q in needed if q not in tr]
+    if missing:
+        pending.append({**row, "why": f"trace lacks {len(missing)} of {len(needed)} queries (sample changed?)"})
+        return None
+    return {q: tr[q] for q in needed}
+
+
+def tables_frame(values: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Method rows x metric columns (x100), one set."""
+    v = values[values.metric.isin(metrics)]
+    return (v.pivot_table(index="method", columns="metric", values="value", sort=False)[metrics] * 100).round(2)
+
+
+# --- what the notebook evaluates ------------------------------------------------------------------
+
+from toolkit.feedback.data import IN_DOMAIN, OUT_OF_DOMAIN  # noqa: E402
+
+
+def test_datasets(cfg) -> dict:
+    """The test sets as the profile evaluates them (labels I1, I2, I3, All, UltraTool). With ``cfg.max_docs``
+    (smoke: fast), each group keeps its first ``baseline_queries`` queries (nested sample) and a corpus of
+    their gold tools plus a seeded sample of the others, up to ``max_docs`` documents; All stays the union."""
+    import random
+
+    from toolkit.data.contract import RetrievalDataset
+    from toolkit.feedback.data import test_sets
+    tests = test_sets(corpus=cfg.toolbench_corpus)
+    if not cfg.max_docs:
+        return tests
+    out = {}
+    for label, full in tests.items():
+        if label == "All":
+            continue
+        ds = full.nested_sample(cfg.baseline_queries, cfg.sample_seed)
+        gold = list(dict.fromkeys(d for q in ds.qrels for d in ds.qrels[q]))
+        others = sorted(d for d in ds.corpus if d not in set(gold))
+        keep = gold + random.Random(cfg.sample_seed).sample(others, max(0, min(len(others), cfg.max_docs - len(gold))))
+        out[label] = RetrievalDataset(f"{ds.name} (smoke corpus)", {d: ds.corpus[d] for d in keep}, ds.queries, ds.qrels,
+                                      f"{ds.description}; corpus cut to {len(keep)} documents")
+    groups = [out[g] for g in GROUPS]
+    out["All"] = RetrievalDataset("toolbench-all (smoke: I1-I3 samples)", {d: doc for g in groups for d, doc in g.corpus.items()},
+                                  {q: x for g in groups for q, x in g.queries.items()},
+                                  {q: r for g in groups for q, r in g.qrels.items()})
+    return {label: out[label] for label in tests}
+
+
+def llm_sample(cfg, tests: Mapping, label: str) -> list[str]:
+    """The qids of ``label``'s LLM sample (All: the union of I1, I2 and I3's samples)."""
+    if label == "All":
+        return [q for g in GROUPS for q in llm_sample(cfg, tests, g)]
+    return list(tests[label].nested_sample(cfg.sample_size(label), cfg.sample_seed).queries)
+
+
+def ablation_sample(cfg, tests: Mapping) -> list[str]:
+    """Tables 4, 6, 7's I2 queries: ``ablation_requests`` of one seeded shuffle, so within the I2 LLM sample."""
+    n = cfg.ablation_requests
+    size = cfg.sample_size(ABLATION_GROUP)
+    if size is not None and n is not None:
+        n = min(n, size)
+    return list(tests[ABLATION_GROUP].nested_sample(n, cfg.sample_seed).queries)
+
+
+def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[pd.DataFrame, list[dict], dict]:
+    """Every table's rows from the traces: (values, pending, extra). ``values`` has columns table, set,
+    method, metric, n, value, ours_only (fractions; seconds for Table 5's efficiency). With
+    ``run_missing`` (smoke), missing stages run here first; otherwise they are listed in ``pending``."""
+    from toolkit.feedback import stages
+    pending: list[dict] = []
+    out: list[dict] = []
+    extra: dict = {"traces": {}}
+
+    def get(path: Path, needed, row: dict, produce):
+        if run_missing and not (path.is_file() and set(needed) <= set(load_traces(path))):
+            produce()
+        got = load_or_pending(path, needed, pending, row)
+        if got is not None:
+            extra["traces"][path.name] = {"queries": len(got), **{k: v for k, v in load_meta(path).items()
+                                                                  if k in ("stage", "wall_s", "model", "llm")}}
+        return got
+
+    def add(table, label, method, values, n, ours_only=False):
+        out.extend({**r, "table": table} for r in rows(label, method, values, n, ours_only))
+
+    # Tables 2/3: ToolRetriever (whole set, and its LLM sample) and Ours (LLM sample), % improve
+    ours, tool = {}, {}
+    for label in (*GROUPS, *OUT_OF_DOMAIN):
+        ds = tests[label].nested_sample(cfg.baseline_queries, cfg.sample_seed)
+        tool[label] = get(toolretriever_trace_path(cfg, label), list(ds.queries),
+                          pending_row("2, 3", "ToolRetriever", label, command("toolretriever", cfg, label)),
+                          lambda label=label: stages.toolretriever(cfg, label))
+        n = cfg.sample_size(label)
+        ours[label] = get(test_trace_path(cfg, label, n), llm_sample(cfg, tests, label),
+                          pending_row("2, 3, 5", "Ours", label, command("test", cfg, label)),
+                          lambda label=label, n=n: stages.test(cfg, label, n, llm))
+    tool, ours = with_all({k: v for k, v in tool.items() if v}), with_all({k: v for k, v in ours.items() if v})
+    for label in (*IN_DOMAIN, *OUT_OF_DOMAIN):
+        table = "2" if label in IN_DOMAIN else "3"
+        metrics = METRICS if table == "3" else METRICS[:3]
+        qrels = tests[label].qrels
+        if label in tool:
+            add(table, label, "ToolRetriever", trace_values(tool[label], qrels, metrics=metrics), len(tool[label]))
+        if label in ours:
+            sample = ours[label]
+            o = trace_values(sample, qrels, metrics=metrics)
+            add(table, label, "Ours", o, len(sample))
+            if label in tool and set(sample) <= set(tool[label]):
+                t = trace_values({q: tool[label][q] for q in sample}, qrels, metrics=metrics)
+                if len(sample) < len(tool[label]):
+                    add(table, label, "ToolRetriever (LLM sample)", t, len(sample), ours_only=True)
+                add(table, label, "% improve", {m: o[m] / t[m] - 1 if t[m] else float("nan") for m in metrics},
+                    len(sample))
+    # Table 5: rounds 1-3 of the main run on I2, with the LLM seconds per instruction
+    i2 = ours.get(ABLATION_GROUP)
+    if i2:
+        for t in range(1, cfg.training.rounds + 1):
+            add("5", ABLATION_GROUP, f"Ours (T={t})", {**trace_values(i2, tests[ABLATION_GROUP].qrels, t),
+                                                       "seconds_per_instruction": seconds_per_instruction(i2, t)},
+                len(i2))
+        extra["stopped_after_round"] = {t: sum(len(tr.instructions) - 1 == t for tr in i2.values())
+                                        for t in range(cfg.training.rounds + 1)}
+    # Tables 4, 6, 7: conditions on the I2 ablation sample; the main run's row from its I2 trace
+    sample = ablation_sample(cfg, tests)
+    qrels2 = tests[ABLATION_GROUP].qrels
+    main_rows = {"4": "Ours", "6": "Ours (BERT-based)"}
+    for table, conds in CONDITIONS.items():
+        metrics = METRICS if table != "6" else METRICS[:3]
+        if i2 and set(sample) <= set(i2) and table in main_rows:
+            add(table, ABLATION_GROUP, main_rows[table], trace_values({q: i2[q] for q in sample}, qrels2, metrics=metrics),
+                len(sample))
+        for label in conds:
+            c = condition(cfg, table, label)
+            got = get(test_trace_path(c, ABLATION_GROUP, cfg.ablation_requests), sample,
+                      pending_row(table, label, ABLATION_GROUP, command("test", cfg, ABLATION_GROUP, table, label)),
+                      lambda c=c: stages.test(c, ABLATION_GROUP, cfg.ablation_requests, llm))
+            if got:
+                add(table, ABLATION_GROUP, label, trace_values(got, qrels2, metrics=metrics), len(got))
+    # Figure 4: a case study from the main run's test traces (I2 first, as the paper's multi-tool example)
+    for label in (ABLATION_GROUP, *GROUPS):
+        if label in ours:
+            case = case_study(ours[label], tests[label])
+            if case:
+                extra["case_study"] = {"set": label, **case}
+                break
+    return pd.DataFrame(out, columns=["table", "set", "method", "metric", "n", "value", "ours_only"]), pending, extra

@@ -1,0 +1,121 @@
+"""The feedback experiment's long stages (module docstring of :mod:`toolkit.feedback.experiment`),
+each cached and resumable; ``python -m toolkit.feedback`` runs them in the background, the smoke
+profile's notebook runs them itself (echo LLM, a few training steps).
+
+Models live in ``cache_dir()/models/feedback/`` (not committed); what the notebook needs from them is
+in the committed traces and their ``.meta.json`` (training statistics, LLM seconds)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from toolkit.feedback import experiment as X
+
+
+def _log(msg: str) -> None:
+    import sys
+    print(f"[feedback] {msg}", file=sys.stderr, flush=True)
+
+
+def models_dir() -> Path:
+    from toolkit.paths import cache_dir
+    return cache_dir() / "models" / "feedback"
+
+
+def llm_client(cfg):
+    """The feedback LLM: live (cache first, then the model); smoke's echo answers go to a cache outside the repo."""
+    from toolkit.llm.client import get_client
+    from toolkit.paths import cache_dir
+    root = cache_dir() / "llm_cache_smoke" if cfg.llm_backend == "echo" else None
+    return get_client(cfg.llm, cfg.llm_backend, namespace="feedback", cache_root=root, mode="live")
+
+
+def dense_search(model_path: Path | str, corpus, depth: int = X.DEPTH):
+    """``{qid: text} -> run`` with the dense model at ``model_path`` over ``corpus`` (indexed once)."""
+    from toolkit.retrieval import DenseRetriever
+    r = DenseRetriever(f"{model_path}", show_progress=len(corpus) > 2000)
+    ids = list(corpus)
+    r.index(ids, [corpus[d].text for d in ids])
+    return lambda queries: r.search(dict(queries), k=depth)
+
+
+def warmup(cfg) -> tuple[Path, dict]:
+    """ToolRetriever: the dual encoder on ToolLens train (original instructions, in-batch negatives)."""
+    from toolkit.feedback.data import training_set
+    from toolkit.toolrerank.dual_encoder import positive_pairs, train_dual_encoder
+    t = cfg.training
+    path, stats = train_dual_encoder(positive_pairs(training_set("train"), cfg.warmup_pos, t.seed),
+                                     models_dir() / X.warmup_id(cfg), base=cfg.base, epochs=t.epochs,
+                                     batch_size=t.batch_size, lr=t.lr, warmup_steps=t.warmup_steps,
+                                     max_seq_length=t.max_seq_length, max_steps=cfg.warmup_max_steps, seed=t.seed,
+                                     log=_log)
+    return path, stats
+
+
+def train_feedback(cfg, llm=None) -> Path:
+    """Offline feedback on ``train_feedback_requests`` training instructions with the main warm-up retriever."""
+    from dataclasses import replace
+
+    from toolkit.feedback.data import training_set
+    from toolkit.feedback.loop import iterate
+    out = X.train_trace_path(cfg)
+    if out.is_file():
+        return out
+    main = replace(cfg, base=cfg.train_trace_base or cfg.base)
+    path, stats = warmup(main)
+    train = training_set("train").nested_sample(cfg.train_feedback_requests, cfg.sample_seed)
+    t0 = time.perf_counter()
+    llm = llm or llm_client(cfg)
+    traces = iterate(train.query_texts(), dense_search(path, train.corpus), train.corpus, llm,
+                     rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
+    X.save_traces(traces, out, {"stage": "train-feedback", "retriever": X.warmup_id(main), "warmup_stats": stats,
+                                "llm": cfg.llm, "wall_s": round(time.perf_counter() - t0, 1)})
+    _log(f"{len(traces)} training traces -> {out}")
+    return out
+
+
+def train(cfg, llm=None) -> tuple[Path, dict]:
+    """Iteration-aware training (Eqs. 5-6) on the training trace, from the warm-up model or the base encoder."""
+    from toolkit.feedback.data import training_set
+    from toolkit.feedback.training import feedback_examples, train_iteration_aware
+    trace = train_feedback(cfg, llm)
+    train_ds = training_set("train")
+    examples = feedback_examples(X.load_traces(trace), train_ds.qrels, train_ds.corpus, cfg.training)
+    start = warmup(cfg)[0] if cfg.training.warmup else cfg.base
+    path, stats = train_iteration_aware(examples, models_dir() / X.model_id(cfg), str(start), cfg.training, log=_log,
+                                        max_steps=cfg.warmup_max_steps)
+    return path, stats
+
+
+def test(cfg, group: str, n: int | None, llm=None) -> Path:
+    """The inference loop (§4.4) on ``n`` queries of ``group`` (nested sample) with the trained model."""
+    from toolkit.feedback.loop import iterate
+    ds = X.test_datasets(cfg)[group].nested_sample(n, cfg.sample_seed)
+    out = X.test_trace_path(cfg, group, n)
+    if out.is_file() and set(X.load_traces(out)) >= set(ds.queries):
+        return out
+    model, stats = train(cfg, llm)
+    llm = llm or llm_client(cfg)
+    t0 = time.perf_counter()
+    traces = iterate(ds.query_texts(), dense_search(model, ds.corpus), ds.corpus, llm, rounds=cfg.training.rounds,
+                     cfg=cfg.feedback, prefix=cfg.training.prefix)
+    X.save_traces(traces, out, {"stage": "test", "group": group, "n": len(ds.queries), "model": X.model_id(cfg),
+                                "training_stats": stats, "llm": cfg.llm, "wall_s": round(time.perf_counter() - t0, 1)})
+    _log(f"{len(traces)} {group} traces -> {out}")
+    return out
+
+
+def toolretriever(cfg, group: str) -> Path:
+    """The warm-up model's top-``DEPTH`` on the whole group (``baseline_queries`` of it): Tables 2/3's
+    ToolRetriever row, no LLM."""
+    from toolkit.feedback.loop import iterate
+    ds = X.test_datasets(cfg)[group].nested_sample(cfg.baseline_queries, cfg.sample_seed)
+    out = X.toolretriever_trace_path(cfg, group)
+    if out.is_file():
+        return out
+    model, stats = warmup(cfg)
+    traces = iterate(ds.query_texts(), dense_search(model, ds.corpus), ds.corpus, llm=None, rounds=0, prefix=False,
+                     progress=False)
+    X.save_traces(traces, out, {"stage": "toolretriever", "group": group, "model": X.warmup_id(cfg),
+                                "warmup_stats": stats})
+    return out

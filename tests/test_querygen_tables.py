@@ -100,3 +100,16 @@ def test_ablation_deltas_are_against_the_first_row():
     d = d.set_index(["dataset", "method"]).delta
     assert d[IN, "Baseline"] == 0 and d[OUT, "Reduced drafts"] == pytest.approx(-0.03)
     assert d[IN, "Increased threshold"] == pytest.approx(0.05) and (IN, "Decreased threshold") not in d.index
+
+
+def test_draft_timing_comes_from_the_per_answer_times_in_the_cache(tmp_path, monkeypatch):
+    from toolkit.llm.cache import ResponseCache
+    from toolkit.querygen.experiment import ALIGN_NAMESPACE, draft_timing
+    monkeypatch.setenv("TOOLKIT_LLM_CACHE", str(tmp_path))
+    c = ResponseCache(tmp_path, ALIGN_NAMESPACE, "gguf:m.gguf")
+    for i in range(3):                                   # three drafts at T = 1.0, 2 s and 10 tokens each
+        c.put("chat", f"request {i}", {"temperature": 1.0, "max_tokens": 160}, 0, "draft", ms=2000, ntok=10)
+    c.put("chat", "request 0", {"temperature": 0.0, "max_tokens": 160}, 0, "test answer", ms=500, ntok=5)
+    got = draft_timing("gguf:m.gguf", 1.0)
+    assert got["drafts_generated"] == 3 and got["draft_seconds"] == 6.0 and got["drafts_per_s"] == 0.5
+    assert got["draft_tokens"] == 30 and draft_timing("gguf:other.gguf", 1.0) == {}

@@ -92,12 +92,42 @@ def align_model_id(cfg: QuerygenConfig, iteration: int) -> str:
 
 def align_history(cfg: QuerygenConfig) -> list[dict]:
     """Per iteration: reward distribution of the drafts, drafts kept, stage timings (written by
-    ``python -m toolkit.querygen align`` beside its answers); [] before the first iteration ends."""
+    ``python -m toolkit.querygen align`` beside its answers); [] before the first iteration ends.
+    A run that resumed with cached drafts measured no drafting time: those iterations take it from
+    the per-answer generation times in the sampling model's response cache (``draft_timing``)."""
     import json
 
     from toolkit.llm.client import default_cache_root
+    from toolkit.llm.models import gguf_path
     p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{cfg.align.tag()}.history.json"
-    return json.loads(p.read_text())["history"] if p.is_file() else []
+    history = json.loads(p.read_text())["history"] if p.is_file() else []
+    out = []
+    for rec in history:
+        if not rec.get("drafts_generated"):
+            t = rec["sampled_from"].rsplit("-it", 1)[1]
+            model = f"gguf:{gguf_path(cfg.generator_base, verify=False).name}" if t == "0" else align_model_id(cfg, int(t))
+            rec = {**rec, **draft_timing(model, cfg.align.temperature)}
+        out.append(rec)
+    return out
+
+
+def draft_timing(model_id: str, temperature: float) -> dict:
+    """Drafts (answers at the drafting ``temperature``) in ``model_id``'s alignment cache, with the
+    generation seconds and tokens recorded per answer: ``drafts_generated``, ``draft_seconds`` (sum of
+    call times, model load excluded), ``drafts_per_s``, ``draft_tokens``; {} when the cache holds none."""
+    from toolkit.llm.cache import ResponseCache
+    from toolkit.llm.client import default_cache_root
+    cache = ResponseCache(default_cache_root(), ALIGN_NAMESPACE, model_id, readonly=True)
+    ms, ntok = [], 0
+    for a in cache.answers():
+        if (a.get("sampling") or {}).get("temperature") == temperature and a.get("ms") is not None:
+            ms.append(a["ms"])
+            ntok += a.get("ntok") or 0
+    if not ms:
+        return {}
+    seconds = sum(ms) / 1000
+    return {"drafts_generated": len(ms), "draft_seconds": round(seconds, 1),
+            "drafts_per_s": round(len(ms) / seconds, 3), "draft_tokens": ntok, "timing_from": "cache"}
 
 
 @dataclass

@@ -149,6 +149,7 @@ def reward_history(history: list[dict]) -> pd.DataFrame:
     kept, drafts/s, fine-tuning tokens/s and wall times."""
     cols = {"mean": "mean reward", "best_mean": "best-draft mean", "p25": "p25", "p50": "median", "p75": "p75",
             "drafts": "drafts", "kept": "kept", "drafts_per_s": "drafts/s", "draft_seconds": "drafting s",
+            "draft_tokens": "draft tokens",
             "train_tokens_per_s": "training tokens/s", "train_seconds": "training s"}
     if not history:
         return pd.DataFrame(columns=list(cols.values()))

@@ -26,8 +26,7 @@ def test_standard_tables_replay_without_a_model(monkeypatch):
     from toolkit.toolrerank import experiment, reranker, classifier, score_cache, tables
     from toolkit.toolrerank.config import config_for
     from toolkit.toolrerank.pipeline import ToolRerankConfig
-    from toolkit.toolrerank.splits import make_split, seen_tools
-    from toolkit.data import load_dataset
+    from toolkit.toolrerank.splits import seen_tools
 
     def no_model(*a, **k):
         raise AssertionError("the replay must not load or call a model")
@@ -35,9 +34,7 @@ def test_standard_tables_replay_without_a_model(monkeypatch):
                          (classifier.QueryClassifier, "__init__"), (dense.DenseRetriever, "embed")]:
         monkeypatch.setattr(target, name, no_model)
     cfg = config_for("standard", **data["parameters"].get("overrides", {}))
-    s = cfg.setup
-    split = make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=s.dev_size,
-                       n_heldout_categories=s.n_heldout_categories, heldout_tool_frac=s.heldout_tool_frac, seed=s.seed)
+    split = experiment.toollens_split(cfg.setup)
     assert score_cache.cache_path(cfg, split) == cache, "the committed cache is not this configuration's"
     sets = experiment.eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=cfg.eval_seed)
     cands = score_cache.load(cache, sets, seen_tools(split.train))

@@ -213,19 +213,21 @@ else:
 # with that row's configuration (`python -m toolkit.querygen ablate`), compared with the main run's first
 # iteration: Table 3's filters (drafts per request — 4 of the same 5 cached drafts for "reduced", 75 % as in the
 # paper —, reward threshold, drafts kept), Table 4's rewards (MAP, the mean of Recall@5 and Recall@11), Table 5's
-# intent prompt (Fig. 5). Deltas are on the same test samples, greedy.
+# intent prompt (Fig. 5). Deltas are on the same test samples (`ablation_test_requests` per test set, the first of
+# the LLM samples' shuffle: each row's test answers cost ~15 min at 100 requests per set), greedy.
 
 # %%
 from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS  # noqa: E402
 
-abl, abl_pending = E.ablations(cfg, s)
+abl_s = E.ablation_setup(cfg, s)
+abl, abl_pending = E.ablations(cfg, abl_s)
 abl_methods = {T.ablation_method(tab, row): q for tab, rows in abl.items() for row, q in rows.items()}
-abl_values = E.evaluate_conditions(cfg, s, abl_methods) if abl_methods else None
+abl_values = E.evaluate_conditions(cfg, abl_s, abl_methods) if abl_methods else None
 abl_tables = {}
 for tab, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
     d = T.ablation_table(abl_values, tab, list(settings)) if abl_values is not None else pd.DataFrame()
     if len(d):
-        T.record_ablation(rec, d, tab, note=f"one alignment iteration per row, n={cfg.test_requests} sample, greedy")
+        T.record_ablation(rec, d, tab, note=f"one alignment iteration per row, n={cfg.ablation_test_requests} sample, greedy")
         if tab == "3":
             T.record_table3_settings(rec, cfg.align, sorted(set(d.method), key=list(settings).index))
         abl_tables[tab] = side_by_side(rec, "querygen", tab, wide=False)

@@ -113,3 +113,18 @@ def test_draft_timing_comes_from_the_per_answer_times_in_the_cache(tmp_path, mon
     got = draft_timing("gguf:m.gguf", 1.0)
     assert got["drafts_generated"] == 3 and got["draft_seconds"] == 6.0 and got["drafts_per_s"] == 0.5
     assert got["draft_tokens"] == 30 and draft_timing("gguf:other.gguf", 1.0) == {}
+
+
+def test_ablation_samples_are_the_first_requests_of_the_llm_samples():
+    from toolkit.data.contract import Document, Query, RetrievalDataset
+    from toolkit.querygen.config import config_for
+    from toolkit.querygen.experiment import Setup, ablation_setup
+    docs = {"d": Document("d", "c", "t", "a", "text")}
+    full = RetrievalDataset("in", docs, {f"q{i}": Query(f"q{i}", f"request {i}") for i in range(50)},
+                            {f"q{i}": {"d": 1} for i in range(50)})
+    cfg = config_for("smoke", test_requests=20, ablation_test_requests=8)
+    s = Setup(split=None, index=None, dev=full, tests={"in": full},
+              llm_tests={"in": full.nested_sample(cfg.test_requests, cfg.sample_seed)})
+    a = ablation_setup(cfg, s)
+    assert len(a.llm_tests["in"].queries) == 8 and set(a.llm_tests["in"].queries) < set(s.llm_tests["in"].queries)
+    assert a.tests is s.tests

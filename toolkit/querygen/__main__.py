@@ -111,7 +111,7 @@ def cmd_align(args, cfg) -> int:
     iteration's model exported to GGUF (``querygen-align-<tag>-it<t>.gguf``: the cache keys on that name);
     after each iteration its test answers (and the authored requests of Table 6) are generated at
     ``align_eval_temperature`` for Figure 4."""
-    run_alignment(args, cfg, cfg.align)
+    run_alignment(args, cfg, cfg.align, test_requests=cfg.test_requests)
     return 0
 
 
@@ -132,12 +132,13 @@ def cmd_ablate(args, cfg) -> int:
                 continue                     # the baseline row is the main run's first iteration
             a = replace(cfg.align, **change)
             _log(f"Table {table}, {name}: align tag {a.tag()}")
-            run_alignment(args, cfg, a, stop_after=1)
+            run_alignment(args, cfg, a, stop_after=1, test_requests=cfg.ablation_test_requests)
     return 0
 
 
-def run_alignment(args, cfg, a, stop_after: int | None = None) -> list[dict]:
-    """Algorithm 1 with alignment configuration ``a`` (resumable), test answers after each iteration."""
+def run_alignment(args, cfg, a, test_requests: int | None, stop_after: int | None = None) -> list[dict]:
+    """Algorithm 1 with alignment configuration ``a`` (resumable), test answers after each iteration on
+    ``test_requests`` requests per test set (nested sample; None: all)."""
     from dataclasses import asdict
 
     from toolkit.llm.models import gguf_path
@@ -179,7 +180,7 @@ def run_alignment(args, cfg, a, stop_after: int | None = None) -> list[dict]:
         dest.write_text(json.dumps({"config": asdict(a), "history": _keep_measured(dest, history)}, indent=1))
         with make_client(model_dir, model_id) as llm:
             for ds in (split.test_in, split.test_out):
-                sample = ds.nested_sample(cfg.test_requests, seed=cfg.sample_seed)
+                sample = ds.nested_sample(test_requests, seed=cfg.sample_seed)
                 gen.generate_queries(sample.query_texts(), llm, cfg.align_eval_temperature, kind=a.kind,
                                      namespace=ALIGN_NAMESPACE, desc=f"{model_id} {ds.name}")
             gen.generate_queries(AUTHORED_REQUESTS, llm, cfg.align_eval_temperature, kind=a.kind,

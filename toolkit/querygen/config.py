@@ -33,6 +33,8 @@ class QuerygenConfig:
     sft_train_requests: int | None = 500   # training requests for SFT (nested seeded sample; None: all):
                                            # full fine-tuning runs at ~70 tokens/s on 2 cores, 500 x ~220 tokens ~ 27 min
     align: AlignConfig = AlignConfig()
+    ablation_test_requests: int | None = 100   # Tables 3-5: requests per test set for each ablation row (nested in
+                                               # the LLM samples; each row's test answers cost ~30 min at 200)
     align_eval_temperature: float = 0.0    # each iteration's test answers (Figure 4): greedy, not calibrated per
                                            # iteration (a dev grid per iteration would cost ~4x the answers)
     align_report_iteration: int | None = None  # Table 1's Alignment row; None: the iteration with the best
@@ -44,7 +46,7 @@ class QuerygenConfig:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
         if self.list_size < 5:
             raise ValueError(f"list_size must be >= 5 (Recall@5 is reported), got {self.list_size}")
-        for name in ("dev_requests", "test_requests", "sft_train_requests"):
+        for name in ("dev_requests", "test_requests", "sft_train_requests", "ablation_test_requests"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name} must be >= 1 or None (all), got {v}")
@@ -75,7 +77,7 @@ class QuerygenConfig:
 PROFILE_NAMES = ("smoke", "standard", "paper")
 PROFILES = {
     # seconds on 2 cores: a dozen requests per set, answers replayed from the committed cache
-    "smoke": QuerygenConfig(profile="smoke", dev_requests=12, test_requests=12),
+    "smoke": QuerygenConfig(profile="smoke", dev_requests=12, test_requests=12, ablation_test_requests=6),
     # the CPU run: 100 dev requests for calibration, 200 requests per test set for the LLM rows
     "standard": QuerygenConfig(profile="standard"),
     # the paper's scale: every request, every training request, 100 drafts per request (Table 3's baseline)

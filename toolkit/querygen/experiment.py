@@ -159,10 +159,18 @@ def alignment(cfg: QuerygenConfig, s: Setup) -> Alignment:
     return a
 
 
+def ablation_setup(cfg: QuerygenConfig, s: Setup) -> Setup:
+    """``s`` with Tables 3-5's test samples: ``ablation_test_requests`` requests of each test set (the first
+    of the same seeded shuffle, so within the LLM samples and the main run's first-iteration answers)."""
+    from dataclasses import replace
+    return replace(s, llm_tests={n: ds.nested_sample(cfg.ablation_test_requests, cfg.sample_seed)
+                                 for n, ds in s.tests.items()})
+
+
 def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]], list[dict]]:
     """Tables 3-5 (App. B.2, B.3, C): per table and row, the test answers of a one-iteration alignment
     with that row's configuration (``python -m toolkit.querygen ablate``); the baseline row is the main
-    run's first iteration. Returns ({table: {row: {test set: queries}}}, pending)."""
+    run's first iteration. ``s`` is :func:`ablation_setup`'s. Returns ({table: {row: {test set: queries}}}, pending)."""
     from dataclasses import replace
 
     from toolkit.llm.client import client_for_profile

@@ -269,7 +269,7 @@ pending
 # %%
 def _v(dataset, method, metric, sample="all"):
     m = values[(values.dataset == dataset) & (values.method == method) & values.utterance & (values.metric == metric)]
-    if method == "Utterance":
+    if method.startswith("Utterance"):
         m = m[m["sample"] == sample]
     return float(m.value.iloc[0]) if len(m) else None
 
@@ -279,11 +279,13 @@ r5 = "recall@5"
 for ds_name, label in [("querygen-in-domain", "in-domain"), ("querygen-out-of-domain", "out-of-domain")]:
     u_all, u_llm = _v(ds_name, "Utterance", r5), _v(ds_name, "Utterance", r5, "llm")
     line = f"- **{label}**: utterance Recall@5 {u_all:.3f} on all {len(s.tests[ds_name].queries)} requests"
-    for method, n in [(g.method, len(g.queries.get(ds_name, {}))) for g in generators] + [
-            ("Alignment", len(al.iterations.get(align_it, {}).get(ds_name, {})))]:
-        v = _v(ds_name, method, r5)
-        if v is not None:
-            line += (f"; on the {n}-request sample, utterance {u_llm:.3f} vs {method} {v:.3f} ({v - u_llm:+.3f})")
+    for method, source, n in [(g.method, g.method, len(g.queries.get(ds_name, {}))) for g in generators] + [
+            ("Alignment", f"Alignment it{align_it}", len(al.iterations.get(align_it, {}).get(ds_name, {})))]:
+        v, u = _v(ds_name, method, r5), u_llm
+        if n < len(s.llm_tests[ds_name].queries):   # a partial method: the utterance on exactly its requests
+            u = _v(ds_name, f"Utterance (same {n} requests as {source})", r5, "llm")
+        if v is not None and u is not None:
+            line += (f"; on the {n}-request sample, utterance {u:.3f} vs {method} {v:.3f} ({v - u:+.3f})")
     lines.append(line)
 if al.history:
     means = [h["mean"] for h in al.history]

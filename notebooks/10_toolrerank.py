@@ -445,6 +445,9 @@ def span(col, rows, fmt=".2f"):
     return f"{rows[col].min():{fmt}}–{rows[col].max():{fmt}}" if col in rows else "n/a"
 
 
+epochs_kept = ", ".join(
+    f"{name} {st.get('epochs', '?')}/{st.get('best_epoch') or st.get('epochs', '?')}"
+    for name, st in training_stats.items()) or "n/a"
 all_pool = None
 _p = rec.path.parent / "ce_neg_pool_all.json"
 if _p.is_file() and profile == "standard":
@@ -452,7 +455,7 @@ if _p.is_file() and profile == "standard":
                      c["metric"]) == ("3", "all-avg", "ToolRerank", "recall@5")), None)
 text = R.format(f"""
 **Setting.** {setup.base} DPR, reranker and classifier trained on the {len(split.train.queries):,} ToolLens training
-queries ({setup.de_epochs} epoch(s); {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
+queries (epochs trained / kept on dev: {epochs_kept}; {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
 reranker negatives from the {"off-the-shelf encoder" if setup.ce_neg_source == "base" else "trained DPR"}, among
 {"seen tools' APIs" if setup.ce_neg_pool == "seen" else "the whole library"}), evaluated on
 {cfg.subset_queries or "all"} queries per mirror subset. Absolute numbers are not comparable with the paper's (other

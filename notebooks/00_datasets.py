@@ -110,11 +110,11 @@ sns.barplot(data=overlap, y="dataset", x="overlap", ax=axes[1], errorbar=("ci", 
 axes[1].set_title("Share of instruction terms found in the relevant documents")
 fig.tight_layout()
 figdir = rec.figure_dir()
-fig.savefig(figdir / "fig2_length_overlap.png", dpi=120)
+fig.savefig(figdir / f"fig2_length_overlap_{profile}.png", dpi=120)
 summary = pd.DataFrame({"words_mean": lengths.groupby("dataset", sort=False).words.mean(),
                         "words_median": lengths.groupby("dataset", sort=False).words.median(),
                         "overlap_mean": overlap.groupby("dataset", sort=False).overlap.mean()})
-summary.to_csv(figdir / "fig2_length_overlap.csv")
+summary.to_csv(figdir / f"fig2_length_overlap_{profile}.csv")
 for name, row in summary.iterrows():
     rec.add(paper="iterative_feedback", table="fig2", dataset=name, method="test", metric="words_mean", value=row.words_mean)
     rec.add(paper="iterative_feedback", table="fig2", dataset=name, method="test", metric="overlap_mean", value=row.overlap_mean)

@@ -113,7 +113,7 @@ if sft_log:
     ax.plot([st["step"] + 1 for st in sft_log["steps_log"]], [st["loss"] for st in sft_log["steps_log"]], marker=".")
     ax.set(xlabel="optimizer step (batch 32)", ylabel="answer-token loss", title="SFT training loss")
     fig.tight_layout()
-    fig.savefig(rec.figure_dir() / "sft_loss.png", dpi=120)
+    fig.savefig(rec.figure_dir() / f"sft_loss_{profile}.png", dpi=120)
     display(pd.Series(rec.extra["sft_training"]).to_frame("SFT run"))
 else:
     print(f"no SFT run committed for this configuration (tag {cfg.sft_tag()}); `python -m toolkit.querygen sft` makes it")
@@ -201,7 +201,7 @@ if len(f4) or al.history:
     from toolkit.querygen.figures import figure4
     refs = {m: {ds: T.sample_value(values, m, ds) for ds in f4.columns} for m in ("SFT", "Utterance")}
     fig = figure4(f4, al.history, refs)
-    fig.savefig(rec.figure_dir() / "fig4_alignment.png", dpi=120)
+    fig.savefig(rec.figure_dir() / f"fig4_alignment_{profile}.png", dpi=120)
     display(f4)
 else:
     print("no alignment iteration finished yet (`python -m toolkit.querygen align`)")

@@ -138,7 +138,10 @@ side_by_side(rec, T.PAPER, "2")
 # %%
 for table in ("4", "5", "6", "7"):
     metrics = METRICS + (["seconds_per_instruction"] if table == "5" else [])
-    display(T.condition_table(llm_values, table, metrics), side_by_side(rec, T.PAPER, table))
+    if (llm_values.table == table).any():
+        display(T.condition_table(llm_values, table, metrics), side_by_side(rec, T.PAPER, table))
+    else:
+        print(f"Table {table}: no trace yet (pending above)")
 
 # %% [markdown]
 # ## Figure 4 — one instruction through the loop (our data)

@@ -29,7 +29,8 @@ def record_table1(rec, t1: pd.DataFrame) -> None:
             v = getattr(r, metric)
             if v is not None and not pd.isna(v):
                 rec.add(paper=PAPER, table="1", dataset=r.dataset, method=r.method, metric=metric, value=float(v),
-                        note=getattr(r, "note", "") if isinstance(getattr(r, "note", ""), str) else "")
+                        note=getattr(r, "note", "") if isinstance(getattr(r, "note", ""), str) else "",
+                        ours_only=(r.method, metric) == ("train", "tools"))     # the paper prints no training tool set
 
 
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
@@ -62,7 +63,7 @@ def baseline_values(tests: dict, retrievers: dict, cfg, k: int = 100, llm_qids=N
 
 def retrieval_table(values: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """Tables 2/3: method rows x (set, metric) columns, ours (x100, as the paper prints)."""
-    v = values[values.metric.isin(metrics)]
+    v = values[values.metric.isin(metrics)].astype({"value": float})
     w = v.pivot_table(index="method", columns=["set", "metric"], values="value", sort=False) * 100
     return w.round(2)
 

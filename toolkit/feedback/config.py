@@ -21,8 +21,9 @@ class FeedbackExperiment:
     training: IterationConfig = IterationConfig()
     train_feedback_requests: int | None = 500      # training instructions given offline feedback
     warmup_pos: int = 0                            # warm-up pairs: gold APIs per training query (0 = all)
+    warmup_pairs: int | None = None                # warm-up on a seeded sample of that many pairs (None: all)
     ablation_requests: int | None = 40             # I2 sample of Tables 4, 6, 7 (nested in the I2 sample)
-    train_trace_base: str | None = None            # set by experiment.condition: the main run's base encoder
+    train_trace_retriever: str | None = None       # set by experiment.condition: the main run's warm-up model
     llm_backend: str | None = None                 # None: auto (llama.cpp for a local GGUF); smoke: echo
     run_missing: bool = False                      # the notebook runs missing stages itself (smoke)
     test_requests: dict | None = None              # per group: LLM sample size (None: whole group)
@@ -37,7 +38,7 @@ class FeedbackExperiment:
             raise ValueError(f"toolbench_corpus must be library or pool, got {self.toolbench_corpus!r}")
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
-        for name in ("train_feedback_requests", "ablation_requests"):
+        for name in ("train_feedback_requests", "ablation_requests", "warmup_pairs"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"30_feedback parameter {name} must be >= 1 or None (all), got {v}")

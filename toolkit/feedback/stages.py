@@ -43,8 +43,12 @@ def warmup(cfg) -> tuple[Path, dict]:
     """ToolRetriever: the dual encoder on ToolLens train (original instructions, in-batch negatives)."""
     from toolkit.feedback.data import training_set
     from toolkit.toolrerank.dual_encoder import positive_pairs, train_dual_encoder
+    import random
     t = cfg.training
-    path, stats = train_dual_encoder(positive_pairs(training_set("train"), cfg.warmup_pos, t.seed),
+    pairs = positive_pairs(training_set("train"), cfg.warmup_pos, t.seed)
+    if cfg.warmup_pairs is not None and cfg.warmup_pairs < len(pairs):
+        pairs = random.Random(t.seed).sample(pairs, cfg.warmup_pairs)
+    path, stats = train_dual_encoder(pairs,
                                      models_dir() / X.warmup_id(cfg), base=cfg.base, epochs=t.epochs,
                                      batch_size=t.batch_size, lr=t.lr, warmup_steps=t.warmup_steps,
                                      max_seq_length=t.max_seq_length, max_steps=cfg.warmup_max_steps, seed=t.seed,
@@ -54,21 +58,22 @@ def warmup(cfg) -> tuple[Path, dict]:
 
 def train_feedback(cfg, llm=None) -> Path:
     """Offline feedback on ``train_feedback_requests`` training instructions with the main warm-up retriever."""
-    from dataclasses import replace
-
     from toolkit.feedback.data import training_set
     from toolkit.feedback.loop import iterate
     out = X.train_trace_path(cfg)
     if out.is_file():
         return out
-    main = replace(cfg, base=cfg.train_trace_base or cfg.base)
-    path, stats = warmup(main)
+    if cfg.train_trace_retriever and cfg.train_trace_retriever != X.warmup_id(cfg):
+        raise FileNotFoundError(f"{out} is missing: a Table 4/6/7 condition trains on the main run's offline "
+                                f"feedback; produce it first (python -m toolkit.feedback train-feedback "
+                                f"--profile {cfg.profile})")
+    path, stats = warmup(cfg)
     train = training_set("train").nested_sample(cfg.train_feedback_requests, cfg.sample_seed)
     t0 = time.perf_counter()
     llm = llm or llm_client(cfg)
     traces = iterate(train.query_texts(), dense_search(path, train.corpus), train.corpus, llm,
                      rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
-    X.save_traces(traces, out, {"stage": "train-feedback", "retriever": X.warmup_id(main), "warmup_stats": stats,
+    X.save_traces(traces, out, {"stage": "train-feedback", "retriever": X.warmup_id(cfg), "warmup_stats": stats,
                                 "llm": cfg.llm, "wall_s": round(time.perf_counter() - t0, 1)})
     _log(f"{len(traces)} training traces -> {out}")
     return out

@@ -133,7 +133,8 @@ side_by_side(rec, T.PAPER, "2")
 # Tables 4, 6, 7 on the `ablation_requests` I2 sample (the main run's row on the same queries); Table 5 on the whole
 # I2 LLM sample, with the LLM seconds per instruction measured when the traces were generated (an instruction that
 # answered "N/A" spends no time in later rounds). Table 6: MiniLM in place of BERT-base, mpnet in place of
-# RoBERTa-base. Table 7: a linear projection after the encoder's pooling to each size.
+# RoBERTa-base — mpnet trains ~5x slower than MiniLM on this CPU, so its warm-up uses a seeded sample of pairs
+# (`toolkit.feedback.experiment.CONDITIONS`). Table 7: a linear projection after the encoder's pooling to each size.
 
 # %%
 for table in ("4", "5", "6", "7"):

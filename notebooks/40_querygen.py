@@ -159,7 +159,9 @@ t = time.perf_counter()
 methods = {g.method: g.queries for g in generators if g.queries}
 methods.update({f"Alignment it{it}": q for it, q in al.iterations.items()})
 values = E.evaluate_conditions(cfg, s, methods)
-align_it = T.reported_iteration(values, cfg.align_report_iteration)
+complete = [it for it, per in al.iterations.items()      # a partly answered iteration is not a candidate
+            if all(len(per.get(n, {})) == len(ds.queries) for n, ds in s.llm_tests.items())]
+align_it = T.reported_iteration(values, cfg.align_report_iteration, among=complete)
 values = T.with_reported_alignment(values, align_it)
 stage_s["retrieve + evaluate"] = time.perf_counter() - t
 notes = {"Zero-Shot": f"{cfg.zero_shot_model}, T={zs.temperature}, n={cfg.test_requests} sample",

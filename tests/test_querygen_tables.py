@@ -128,3 +128,16 @@ def test_ablation_samples_are_the_first_requests_of_the_llm_samples():
     a = ablation_setup(cfg, s)
     assert len(a.llm_tests["in"].queries) == 8 and set(a.llm_tests["in"].queries) < set(s.llm_tests["in"].queries)
     assert a.tests is s.tests
+
+
+def test_reported_iteration_is_the_best_out_of_domain_among_complete_ones():
+    import pandas as pd
+
+    from toolkit.querygen.tables import reported_iteration
+    rows = [{"dataset": "querygen-out-of-domain", "method": f"Alignment it{t}", "utterance": True,
+             "metric": "recall@5", "value": v} for t, v in ((1, 0.30), (2, 0.35), (3, 0.50))]
+    values = pd.DataFrame(rows)
+    assert reported_iteration(values) == 3
+    assert reported_iteration(values, among=[1, 2]) == 2          # iteration 3 only partly answered
+    assert reported_iteration(values, iteration=1) == 1
+    assert reported_iteration(values, among=[]) is None

@@ -122,10 +122,14 @@ def fig4(values: pd.DataFrame, metric: str = "recall@5") -> pd.DataFrame:
 
 
 def reported_iteration(values: pd.DataFrame, iteration: int | None = None,
-                       select_on: str = "querygen-out-of-domain", metric: str = "recall@5") -> int | None:
+                       select_on: str = "querygen-out-of-domain", metric: str = "recall@5",
+                       among=None) -> int | None:
     """Table 1's Alignment iteration: ``iteration`` when given, else the one with the best ``metric``
-    on ``select_on`` (the paper reports the best out-of-domain iteration, §4.4; ties: the earlier)."""
+    on ``select_on`` (the paper reports the best out-of-domain iteration, §4.4; ties: the earlier),
+    among the iterations ``among`` (those whose test answers are complete; None: all)."""
     f = fig4(values, metric)
+    if among is not None and not f.empty:
+        f = f[f.index.isin(list(among))]
     if f.empty:
         return None
     if iteration is not None:

@@ -297,9 +297,10 @@ if al.history:
                  + (f" ({'rising at every iteration' if rising else 'not monotonic'})" if len(means) > 1 else
                     " (one iteration so far: no trend yet)"))
 if len(f4) and "querygen-out-of-domain" in f4:
-    ood = f4["querygen-out-of-domain"]
-    lines.append(f"- **out-of-domain Recall@5 per iteration**: " + " → ".join(f"{v:.3f}" for v in ood)
-                 + (f"; best at iteration {int(ood.idxmax())} of {len(ood)}" if len(ood) > 1 else ""))
+    ood = f4["querygen-out-of-domain"].reindex(sorted(al.iterations))
+    lines.append(f"- **out-of-domain Recall@5 per iteration** (complete iterations: {complete or 'none'}): "
+                 + " → ".join("pending" if it not in complete else f"{v:.3f}" for it, v in ood.items())
+                 + (f"; best at iteration {align_it} of the {len(complete)} complete" if len(complete) > 1 else ""))
 from toolkit.compare import load_paper_numbers
 pn = load_paper_numbers("querygen").query("table == '1' and metric == 'recall@5'").set_index(["dataset", "method"]).value
 pn2 = load_paper_numbers("querygen").query("table == '2' and metric == 'delta_recall@5'").set_index(["dataset", "method"]).value

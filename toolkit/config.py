@@ -75,6 +75,14 @@ def overridden(where: str, base: Any, overrides: dict, fixed: Iterable[str] = ("
     return replace(base, **out)
 
 
+def check_sizes(where: str, obj: Any, names: Iterable[str]) -> None:
+    """Each of ``obj``'s fields ``names`` is a size: an int >= 1, or None for "all" (``where`` names the notebook)."""
+    for name in names:
+        v = getattr(obj, name)
+        if v is not None and v < 1:
+            raise ValueError(f"{where} parameter {name} must be >= 1 or None (all), got {v}")
+
+
 def int_at_least(minimum: int):
     """An argparse ``type=`` for integer options with a lower bound (``--k``, ``--limit``, ``--threads``)."""
     import argparse

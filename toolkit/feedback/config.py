@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.config import overridden
+from toolkit.config import check_sizes, overridden
 
 from toolkit.feedback.round import FeedbackConfig
 from toolkit.feedback.training import IterationConfig
@@ -38,10 +38,7 @@ class FeedbackExperiment:
             raise ValueError(f"toolbench_corpus must be library or pool, got {self.toolbench_corpus!r}")
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
-        for name in ("train_feedback_requests", "ablation_requests", "warmup_pairs"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ValueError(f"30_feedback parameter {name} must be >= 1 or None (all), got {v}")
+        check_sizes("30_feedback", self, ("train_feedback_requests", "ablation_requests", "warmup_pairs"))
         if self.warmup_pos < 0:
             raise ValueError(f"30_feedback parameter warmup_pos must be >= 0 (0 = every gold API), got {self.warmup_pos}")
         for group, n in (self.test_requests or {}).items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from toolkit.config import overridden
+from toolkit.config import check_sizes, overridden
 from toolkit.querygen.alignment import AlignConfig
 from toolkit.querygen.data import SplitConfig
 from toolkit.querygen.sft import SFTConfig
@@ -46,10 +46,7 @@ class QuerygenConfig:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
         if self.list_size < 5:
             raise ValueError(f"list_size must be >= 5 (Recall@5 is reported), got {self.list_size}")
-        for name in ("dev_requests", "test_requests", "sft_train_requests", "ablation_test_requests"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ValueError(f"{name} must be >= 1 or None (all), got {v}")
+        check_sizes("40_querygen", self, ("dev_requests", "test_requests", "sft_train_requests", "ablation_test_requests"))
         if not self.temperatures or any(t < 0 for t in self.temperatures):
             raise ValueError(f"temperatures must be a non-empty tuple of values >= 0, got {self.temperatures}")
         if self.align_report_iteration is not None and not 1 <= self.align_report_iteration <= self.align.iterations:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
-from toolkit.config import overridden
+from toolkit.config import check_sizes, overridden
 from toolkit.toolrerank.experiment import PROFILES as SETUPS
 from toolkit.toolrerank.experiment import Setup
 
@@ -37,16 +37,10 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
-        for name in ("subset_queries", "dev_queries", "transfer_queries"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ValueError(f"10_toolrerank parameter {name} must be >= 1 or None (all), got {v}")
+        check_sizes("10_toolrerank", self, ("subset_queries", "dev_queries", "transfer_queries"))
         if self.depth < 10:
             raise ValueError(f"10_toolrerank parameter depth must be >= 10 (Rerank-10 needs it), got {self.depth}")
-        for name in ("draw_subset_queries", "draw_dev_queries"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ValueError(f"10_toolrerank parameter {name} must be >= 1 or None (all), got {v}")
+        check_sizes("10_toolrerank", self, ("draw_subset_queries", "draw_dev_queries"))
         if len(set(self.draw_seeds)) != len(self.draw_seeds) or any(s < 0 for s in self.draw_seeds):
             raise ValueError(f"10_toolrerank parameter draw_seeds must be distinct seeds >= 0, got {self.draw_seeds}")
         overridden("10_toolrerank draw_setup", self.setup, dict(self.draw_setup), fixed=("profile", "seed"))

@@ -320,6 +320,21 @@ cal_lines = [f"{g.method} calibration picked T = {g.temperature}" if g.calibrate
              for g in generators]
 display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(cal_lines) + "."))
 
+# %% [markdown]
+# The paper's claims, one row each, read off this run's values (*pending* while a method has not answered
+# every request of the LLM sample, or fewer than `align.iterations` iterations are complete); the `paper` column
+# applies the same test to the paper's own Tables 1-2.
+
+# %%
+claims = T.claims(values, al.history, complete, cfg.align.iterations,
+                  {n: len(ds.queries) for n, ds in s.llm_tests.items()})
+on_paper = T.claims(T.paper_values(load_paper_numbers("querygen")), [], [], cfg.align.iterations,
+                    {n: 1 for n in s.llm_tests})                 # the same reading of the paper's Tables 1-2
+claims.insert(1, "paper", on_paper.holds.where(on_paper.holds != "pending", "stated (§4.4), no values printed"))
+claims = claims.rename(columns={"holds": "here"})
+rec.extra["claims"] = claims.to_dict("records")
+claims
+
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}
 print(rec.save())

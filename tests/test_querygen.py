@@ -306,16 +306,19 @@ def test_align_samples_from_the_latest_model_and_trains_on_kept_drafts(tmp_path)
     assert [h["kept"] for h in hist] == [2, 2] and hist[0]["best_mean"] == pytest.approx(1.0)
 
 
-def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure(tmp_path):
+def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure():
     from toolkit.querygen.__main__ import _keep_measured
-    path = tmp_path / "h.json"
-    first = [{"iteration": 1, "drafts_generated": 1500, "draft_seconds": 4000.0, "drafts_per_s": 0.375, "kept": 290}]
-    path.write_text(json.dumps({"history": first}))
-    replayed = [{"iteration": 1, "drafts_generated": 0, "draft_seconds": 2.0, "drafts_per_s": None, "kept": 290},
-                {"iteration": 2, "drafts_generated": 1500, "draft_seconds": 2000.0, "drafts_per_s": 0.75, "kept": 295}]
-    out = _keep_measured(path, replayed)
-    assert out[0]["draft_seconds"] == 4000.0 and out[0]["drafts_per_s"] == 0.375
-    assert out[1] == replayed[1]
+    before = [{"iteration": 1, "drafts_generated": 1500, "draft_seconds": 4000.0, "drafts_per_s": 0.375, "kept": 290},
+              {"iteration": 2, "drafts_generated": 1500, "draft_seconds": 3000.0, "drafts_per_s": 0.5, "kept": 295}]
+    replayed = [{"iteration": 1, "drafts_generated": 0, "draft_seconds": 2.0, "drafts_per_s": None, "kept": 290}]
+    # after the resumed run's first iteration, and again after its second: the file as found is
+    # what is kept from, not the file this run has already rewritten (which lacks iteration 2)
+    assert _keep_measured(before, replayed)[0]["draft_seconds"] == 4000.0
+    replayed.append({"iteration": 2, "drafts_generated": 0, "draft_seconds": 1.0, "drafts_per_s": None, "kept": 295})
+    out = _keep_measured(before, replayed)
+    assert [r["draft_seconds"] for r in out] == [4000.0, 3000.0] and out[1]["drafts_per_s"] == 0.5
+    fresh = [{"iteration": 3, "drafts_generated": 1500, "draft_seconds": 2000.0, "drafts_per_s": 0.75, "kept": 300}]
+    assert _keep_measured(before, fresh) == fresh
 
 
 def test_ablation_settings_are_configurations_and_old_tags_survive_new_fields():

@@ -141,3 +141,53 @@ def test_reported_iteration_is_the_best_out_of_domain_among_complete_ones():
     assert reported_iteration(values, among=[1, 2]) == 2          # iteration 3 only partly answered
     assert reported_iteration(values, iteration=1) == 1
     assert reported_iteration(values, among=[]) is None
+
+
+def _full(v: pd.DataFrame) -> pd.DataFrame:
+    """``_values`` with zero-shot rows and the reported alignment (iteration 2)."""
+    extra = []
+    for ds, zs, zs_no in ((IN, 0.28, 0.20), (OUT, 0.39, 0.30)):
+        extra += [{"dataset": ds, "method": "Zero-Shot", "utterance": u, "sample": "llm", "metric": "recall@5",
+                   "value": x, "n": 10} for u, x in ((True, zs), (False, zs_no))]
+    v = pd.concat([v, pd.DataFrame(extra)], ignore_index=True)
+    return T.with_reported_alignment(v, 2)
+
+
+def test_claims_read_the_paper_s_findings_off_the_values():
+    hist = [{"iteration": t, "mean": m} for t, m in ((1, 0.2), (2, 0.25), (3, 0.3))]
+    c = T.claims(_full(_values()), hist, complete=[1, 2, 3], iterations=3,
+                 sample_sizes={IN: 10, OUT: 10}).set_index("claim").holds
+    assert c["SFT is the best method in-domain (recall@5)"] == "yes"            # SFT 0.35 > it2 0.33
+    assert c["Alignment is the best method out-of-domain (recall@5)"] == "yes"
+    assert c["zero-shot is below the utterance on both test sets"] == "yes"
+    assert c["the mean draft reward rises at every iteration (Fig. 4, right)"] == "yes"
+    assert c["in-domain recall@5 rises at every iteration (Fig. 4)"] == "yes"
+    assert c["out-of-domain recall@5 peaks before the last iteration (Fig. 4)"] == "yes"
+    assert c["appending the utterance helps zero-shot on both test sets (Table 2: dropping it lowers it)"] == "yes"
+    # needs every method without the utterance: the in-domain Alignment row lacks it
+    assert c["the utterance helps SFT and alignment less in-domain than out-of-domain (Table 2)"] == "pending"
+
+
+def test_claims_can_fail_and_wait_for_incomplete_inputs():
+    v = _full(_values())
+    v.loc[(v.method == "Zero-Shot") & v.utterance & (v.dataset == OUT), "value"] = 0.9   # zero-shot now wins OOD
+    hist = [{"iteration": 1, "mean": 0.3}, {"iteration": 2, "mean": 0.25}]
+    c = T.claims(v, hist, complete=[1, 2], iterations=3, sample_sizes={IN: 10, OUT: 10}).set_index("claim").holds
+    assert c["Alignment is the best method out-of-domain (recall@5)"] == "no"
+    assert c["zero-shot is below the utterance on both test sets"] == "no"
+    assert c["the mean draft reward rises at every iteration (Fig. 4, right)"] == "pending"   # 2 of 3 iterations
+    assert c["out-of-domain recall@5 peaks before the last iteration (Fig. 4)"] == "pending"
+    # a method answered on fewer requests than the sample is not compared
+    c = T.claims(v, hist, complete=[1, 2], iterations=2, sample_sizes={IN: 11, OUT: 10}).set_index("claim").holds
+    assert c["SFT is the best method in-domain (recall@5)"] == "pending"
+    assert c["the mean draft reward rises at every iteration (Fig. 4, right)"] == "no"
+
+
+def test_claims_on_the_paper_s_own_numbers():
+    from toolkit.compare import load_paper_numbers
+    v = T.paper_values(load_paper_numbers("querygen"))
+    assert v[(v.dataset == IN) & (v.method == "SFT") & ~v.utterance & (v.metric == "recall@5")].value.iloc[0] \
+        == pytest.approx(0.873 - 0.045, abs=1e-3)
+    c = T.claims(v, [], [], 3, {IN: 1, OUT: 1}).set_index("claim").holds
+    assert list(c.iloc[:5]) == ["yes"] * 5          # the paper's Tables 1-2 bear out its own text
+    assert list(c.iloc[5:]) == ["pending"] * 3      # Figure 4 prints no values

@@ -174,10 +174,12 @@ def run_alignment(args, cfg, a, test_requests: int | None, stop_after: int | Non
     from toolkit.llm.client import default_cache_root
     dest = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{a.tag()}.history.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
+    before = json.loads(dest.read_text())["history"] if dest.is_file() else []   # read once: each write below
+                                                                                   # holds only this run's iterations so far
 
     def on_iteration(history, model_dir, model_id):
         # the history first (committed as it grows), then this iteration's test answers (Figure 4)
-        dest.write_text(json.dumps({"config": asdict(a), "history": _keep_measured(dest, history)}, indent=1))
+        dest.write_text(json.dumps({"config": asdict(a), "history": _keep_measured(before, history)}, indent=1))
         with make_client(model_dir, model_id) as llm:
             for ds in (split.test_in, split.test_out):
                 sample = ds.nested_sample(test_requests, seed=cfg.sample_seed)
@@ -193,10 +195,11 @@ def run_alignment(args, cfg, a, test_requests: int | None, stop_after: int | Non
     return history
 
 
-def _keep_measured(path, history: list[dict]) -> list[dict]:
-    """``history`` with the draft timings of an earlier run kept where this run replayed its drafts
-    from the cache (a resumed run measures nothing for the drafts it did not generate)."""
-    old = {r["iteration"]: r for r in json.loads(path.read_text())["history"]} if path.is_file() else {}
+def _keep_measured(before: list[dict], history: list[dict]) -> list[dict]:
+    """``history`` with the draft timings of an earlier run (``before``, the history file as the
+    command found it) kept where this run replayed its drafts from the cache (a resumed run measures
+    nothing for the drafts it did not generate)."""
+    old = {r["iteration"]: r for r in before}
     out = []
     for rec in history:
         prev = old.get(rec["iteration"], {})

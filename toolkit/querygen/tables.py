@@ -232,3 +232,96 @@ def record_table3_settings(rec, align_cfg, rows) -> None:
                           ("top_k_kept", a.filter.keep_per_sample)):
             rec.add(paper=PAPER, table="3", dataset="querygen-train", method=row, metric=metric, value=v,
                     note="our configuration (CPU budget: 5 drafts per request, not 100)")
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's claims, checked on this run
+# --------------------------------------------------------------------------------------------
+
+def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
+           sample_sizes: dict[str, int], metric: str = "recall@5") -> pd.DataFrame:
+    """The paper's claims (§4.4, App. B.1, Fig. 4) on this run, one row each: ``holds`` is yes / no,
+    or pending while an input is incomplete (a method not answered on every request of the LLM
+    sample ``sample_sizes[dataset]``, fewer than ``iterations`` complete alignment iterations).
+    ``values`` must already hold the reported ``Alignment`` rows (:func:`with_reported_alignment`).
+
+    1. SFT is the best method in-domain; 2. alignment is the best out-of-domain (Table 1, on the
+    same requests, the utterance appended); 3. zero-shot is below the utterance on both test sets;
+    4. appending the utterance helps zero-shot on both sets and 5. helps SFT and alignment less
+    in-domain than out-of-domain (Table 2, App. B.1); 6. the mean draft reward rises at every
+    iteration; 7. in-domain ``metric`` rises at every iteration; 8. out-of-domain ``metric`` peaks
+    before the last iteration (Fig. 4, §4.4).
+
+    :func:`paper_values` turns the paper's Tables 1-2 into the same long table, so claims 1-5 can be
+    checked on the paper's own numbers (the paper prints no values for Figure 4)."""
+    IN, OUT = "querygen-in-domain", "querygen-out-of-domain"
+    rows = []
+
+    def row(claim, holds, evidence):
+        rows.append({"claim": claim, "holds": holds if holds == "pending" else ("yes" if holds else "no"),
+                     "evidence": evidence})
+
+    def val(method, ds, utterance=True):
+        v = values[(values.dataset == ds) & (values.method == method) & (values.utterance == utterance)
+                   & (values.metric == metric) & (values["sample"] == "llm")]
+        if not len(v) or int(v.n.iloc[0]) < sample_sizes.get(ds, 0):
+            return None
+        return float(v.value.iloc[0])
+
+    def fmt(d):
+        return ", ".join(f"{m} {x:.3f}" if x is not None else f"{m} pending" for m, x in d.items())
+
+    for ds, label, winner in ((IN, "in-domain", "SFT"), (OUT, "out-of-domain", "Alignment")):
+        d = {m: val(m, ds) for m in METHODS}
+        ok = "pending" if None in d.values() else max(d, key=d.get) == winner
+        row(f"{winner} is the best method {label} ({metric})", ok, fmt(d))
+    d = {(ds, m): val(m, ds) for ds in (IN, OUT) for m in ("Utterance", "Zero-Shot")}
+    ok = "pending" if None in d.values() else all(d[ds, "Zero-Shot"] < d[ds, "Utterance"] for ds in (IN, OUT))
+    row("zero-shot is below the utterance on both test sets", ok,
+        "; ".join(f"{ds.split('-', 1)[1]}: " + fmt({m: d[ds, m] for m in ("Utterance", "Zero-Shot")})
+                  for ds in (IN, OUT)))
+    drops = {ds: {m: (None if val(m, ds, False) is None or val(m, ds) is None else val(m, ds, False) - val(m, ds))
+                  for m in METHODS[1:]} for ds in (IN, OUT)}
+
+    def drop_text(methods):
+        return "; ".join(f"{ds.split('-', 1)[1]}: " + ", ".join(
+            f"{m} {dd[m]:+.3f}" if dd[m] is not None else f"{m} pending" for m in methods) for ds, dd in drops.items())
+    zs = [drops[ds]["Zero-Shot"] for ds in (IN, OUT)]
+    row("appending the utterance helps zero-shot on both test sets (Table 2: dropping it lowers it)",
+        "pending" if None in zs else all(x < 0 for x in zs), drop_text(["Zero-Shot"]))
+    ft = [drops[ds][m] for ds in (IN, OUT) for m in ("SFT", "Alignment")]
+    row("the utterance helps SFT and alignment less in-domain than out-of-domain (Table 2)",
+        "pending" if None in ft else all(drops[IN][m] > drops[OUT][m] for m in ("SFT", "Alignment")),
+        drop_text(["SFT", "Alignment"]))
+    means = [h["mean"] for h in sorted(history, key=lambda h: h["iteration"])]
+    ok = "pending" if len(means) < iterations else all(b > a for a, b in zip(means, means[1:]))
+    row("the mean draft reward rises at every iteration (Fig. 4, right)", ok,
+        " → ".join(f"{m:.3f}" for m in means) or "no iteration yet")
+    f = fig4(values, metric)
+    f = f[f.index.isin(list(complete))] if not f.empty else f
+    done = len(f) >= iterations and len(f) > 1
+    for ds, claim, test in (
+            (IN, f"in-domain {metric} rises at every iteration (Fig. 4)",
+             lambda s: all(b > a for a, b in zip(s, s[1:]))),
+            (OUT, f"out-of-domain {metric} peaks before the last iteration (Fig. 4)",
+             lambda s: max(range(len(s)), key=lambda i: (s[i], -i)) < len(s) - 1)):
+        s = list(f[ds]) if ds in f else []
+        row(claim, test(s) if done else "pending",
+            " → ".join(f"it{it} {x:.3f}" for it, x in zip(f.index, s)) or "no complete iteration yet")
+    return pd.DataFrame(rows, columns=["claim", "holds", "evidence"])
+
+
+def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Tables 1-2 (``toolkit.compare.load_paper_numbers("querygen")``) as a long table
+    like :func:`toolkit.querygen.experiment.evaluate_conditions`' (sample "llm", n = 1): Table 1's
+    values with the utterance, Table 1 plus Table 2's delta without it."""
+    t1 = paper_numbers[paper_numbers.table == "1"]
+    rows = [{"dataset": r.dataset, "method": r.method, "utterance": True, "sample": "llm", "metric": r.metric,
+             "value": float(r.value), "n": 1} for r in t1.itertuples()]
+    with_utt = {(r["dataset"], r["method"], r["metric"]): r["value"] for r in rows}
+    for r in paper_numbers[paper_numbers.table == "2"].itertuples():
+        key = (r.dataset, r.method.removesuffix(" (-utt)"), r.metric.removeprefix("delta_"))
+        if key in with_utt:
+            rows.append({"dataset": key[0], "method": key[1], "utterance": False, "sample": "llm", "metric": key[2],
+                         "value": with_utt[key] + float(r.value), "n": 1})
+    return pd.DataFrame(rows)

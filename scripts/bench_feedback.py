@@ -1,6 +1,7 @@
 """Benchmark: one feedback round as a multi-turn chat vs three independent calls (same inputs).
 
-    python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2]
+    python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2] [--tool-chars 600]
+                                     [--caps 256,256,128] [--only chat]
 
 For ``--n`` seeded I2 queries, the top-10 APIs of the off-the-shelf MiniLM over the I2 candidate pool
 are given to the LLM; each variant runs with a fresh temporary response cache (every answer really
@@ -24,9 +25,20 @@ def main() -> int:
     ap.add_argument("--model", default="qwen-1.5b")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tool-chars", type=int, default=None, help="FeedbackConfig.tool_chars (default: its default)")
+    ap.add_argument("--caps", default=None,
+                    help="comprehension,assessment,refinement max tokens (default: FeedbackConfig's)")
+    ap.add_argument("--only", choices=["chat", "independent"], default=None, help="run one variant only")
     args = ap.parse_args()
     if args.n < 1:
         ap.error("--n must be >= 1")
+    overrides = {} if args.tool_chars is None else {"tool_chars": args.tool_chars}
+    if args.caps:
+        try:
+            c, a, r = (int(x) for x in args.caps.split(","))
+        except ValueError:
+            ap.error(f"--caps must be three integers like 256,256,128, got {args.caps!r}")
+        overrides.update(comprehension_tokens=c, assessment_tokens=a, refinement_tokens=r)
 
     from toolkit.data import load_dataset
     from toolkit.feedback.round import NAMESPACE, FeedbackConfig, feedback_round, feedback_round_independent
@@ -35,9 +47,14 @@ def main() -> int:
 
     ds = load_dataset("toolbench-i2", corpus="pool").nested_sample(args.n, args.seed)
     run = retrieve(ds, build_retriever("minilm"), k=10)
-    cfg = FeedbackConfig()
+    try:
+        cfg = FeedbackConfig(**overrides)
+    except ValueError as e:
+        ap.error(str(e))
+    variants = {"chat": ("multi-turn chat", feedback_round),
+                "independent": ("three independent calls", feedback_round_independent)}
     rows = {}
-    for name, fn in (("multi-turn chat", feedback_round), ("three independent calls", feedback_round_independent)):
+    for name, fn in [v for k, v in variants.items() if args.only in (None, k)]:
         with tempfile.TemporaryDirectory() as tmp, get_client(args.model, "local", cache_root=tmp, namespace="bench",
                                                                n_threads=args.threads, n_parallel=1) as llm:
             llm.chat("warm-up", max_tokens=1)           # model load outside the timing
@@ -50,13 +67,15 @@ def main() -> int:
             ans = list(llm.cache(NAMESPACE).answers())          # the rounds' answers (not the warm-up's)
             rows[name] = {"median s/round": statistics.median(secs), "total s": sum(secs),
                           "tokens out": sum(a.get("ntok") or 0 for a in ans), "refined": out}
-    a, b = rows["multi-turn chat"], rows["three independent calls"]
-    print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, 1 slot, {args.threads} threads")
-    print(f"{'variant':<26}{'median s/round':>16}{'total s':>10}{'tokens out':>12}")
+    print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, 1 slot, {args.threads} threads, {cfg}")
+    print(f"{'variant':<26}{'median s/round':>16}{'total s':>10}{'tokens out':>12}{'N/A':>6}")
     for name, r in rows.items():
-        print(f"{name:<26}{r['median s/round']:>16.1f}{r['total s']:>10.1f}{r['tokens out']:>12}")
-    print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "
-          f"{sum((x.refined is None) == (y.refined is None) for x, y in zip(a['refined'], b['refined']))}/{args.n}")
+        print(f"{name:<26}{r['median s/round']:>16.1f}{r['total s']:>10.1f}{r['tokens out']:>12}"
+              f"{sum(x.refined is None for x in r['refined']):>6}")
+    if len(rows) == 2:
+        a, b = rows["multi-turn chat"], rows["three independent calls"]
+        print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "
+              f"{sum((x.refined is None) == (y.refined is None) for x, y in zip(a['refined'], b['refined']))}/{args.n}")
     return 0
 
 

@@ -294,8 +294,9 @@ if al.history:
     rising = all(b > a for a, b in zip(means, means[1:]))
     lines.append(f"- **alignment rewards** (mean MMRR of the drafts per iteration): "
                  + " → ".join(f"{m:.3f}" for m in means)
-                 + (f" ({'rising at every iteration' if rising else 'not monotonic'})" if len(means) > 1 else
-                    " (one iteration so far: no trend yet)"))
+                 + (f" ({'rising at every iteration' if rising else 'not monotonic'}"
+                    f"{'' if len(means) >= cfg.align.iterations else f' so far, {len(means)} of {cfg.align.iterations}'})"
+                    if len(means) > 1 else " (one iteration so far: no trend yet)"))
 if len(f4) and "querygen-out-of-domain" in f4:
     ood = f4["querygen-out-of-domain"].reindex(sorted(al.iterations))
     lines.append(f"- **out-of-domain Recall@5 per iteration** (complete iterations: {complete or 'none'}): "

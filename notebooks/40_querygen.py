@@ -324,7 +324,9 @@ display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(c
 # %% [markdown]
 # The paper's claims, one row each, read off this run's values (*pending* while a method has not answered
 # every request of the LLM sample, or fewer than `align.iterations` iterations are complete); the `paper` column
-# applies the same test to the paper's own Tables 1-2.
+# applies the same test to the paper's own Tables 1-2. `p` is the two-sided randomization test
+# (`toolkit.significance`, 10,000 per-request swaps) of each paired difference the verdict rests on: on samples
+# of a few hundred requests, a yes or no whose p is above 0.05 is an ordering the data cannot tell from noise.
 
 # %%
 claims = T.claims(values, al.history, complete, cfg.align.iterations,
@@ -334,7 +336,19 @@ on_paper = T.claims(T.paper_values(load_paper_numbers("querygen")), [], [], cfg.
 claims.insert(1, "paper", on_paper.holds.where(on_paper.holds != "pending", "stated (§4.4), no values printed"))
 claims = claims.rename(columns={"holds": "here"})
 rec.extra["claims"] = claims.to_dict("records")
-claims
+display(claims)
+
+
+def _weak(p_text):
+    """the comparisons of a claim's p column with p >= 0.05"""
+    parts = [x.rsplit(" p=", 1) for x in p_text.split("; ") if " p=" in x]
+    return [f"{lab} (p={p})" for lab, p in parts if float(p) >= 0.05]
+
+
+notes = [f"- *{r.claim}*: **{r.here}**, but within noise: " + ", ".join(_weak(r.p))
+         for r in claims.itertuples() if r.here in ("yes", "no") and _weak(r.p)]
+display(Markdown("Verdicts resting on a difference the sample cannot resolve (p ≥ 0.05):\n" + "\n".join(notes)
+                 if notes else "Every decided verdict rests on differences with p < 0.05."))
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}

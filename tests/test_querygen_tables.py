@@ -191,3 +191,24 @@ def test_claims_on_the_paper_s_own_numbers():
     c = T.claims(v, [], [], 3, {IN: 1, OUT: 1}).set_index("claim").holds
     assert list(c.iloc[:5]) == ["yes"] * 5          # the paper's Tables 1-2 bear out its own text
     assert list(c.iloc[5:]) == ["pending"] * 3      # Figure 4 prints no values
+
+
+def test_claims_give_the_randomization_p_value_of_the_comparison_they_rest_on():
+    import numpy as np
+    r = np.random.default_rng(0)
+    qids = [f"q{i}" for i in range(60)]
+    base = {q: float(x) for q, x in zip(qids, r.random(60))}
+    per = {"Utterance": base, "SFT": {q: min(1.0, x + 0.4) for q, x in base.items()},     # far above every other
+           "Zero-Shot": {q: x for q, x in base.items()},                                  # identical to the utterance
+           "Alignment": {q: float(x) for q, x in zip(qids, r.random(60))}}
+    rows = [{"dataset": ds, "method": m, "utterance": True, "sample": "llm", "metric": "recall@5",
+             "value": float(np.mean(list(pq.values()))), "n": 60, "per_query": pq}
+            for ds in (IN, OUT) for m, pq in per.items()]
+    c = T.claims(pd.DataFrame(rows), [], [], 3, {IN: 60, OUT: 60}).set_index("claim")
+    sft = c.loc["SFT is the best method in-domain (recall@5)"]
+    assert sft.holds == "yes" and sft.p.startswith("SFT vs ") and float(sft.p.split("p=")[1]) < 0.01
+    ood = c.loc["Alignment is the best method out-of-domain (recall@5)"]
+    assert ood.holds == "no" and ood.p.startswith("Alignment vs SFT") and float(ood.p.split("p=")[1]) < 0.01
+    zs = c.loc["zero-shot is below the utterance on both test sets"]
+    assert zs.holds == "no" and zs.p == "in-domain p=1.000; out-of-domain p=1.000"     # no difference at all
+    assert c.loc["the mean draft reward rises at every iteration (Fig. 4, right)"].p == ""   # pending: no p

@@ -284,14 +284,16 @@ def evaluate_queries(cfg: QuerygenConfig, s: Setup, ds: RetrievalDataset, genera
 
 def evaluate_conditions(cfg: QuerygenConfig, s: Setup, methods: Mapping[str, Mapping[str, Mapping[str, list[str]]]]
                         ) -> pd.DataFrame:
-    """Long table (dataset, method, utterance, sample, metric, value, n): the utterance baseline on
-    each full test set and on the LLM sample, every method with and without the utterance."""
+    """Long table (dataset, method, utterance, sample, metric, value, n, per_query): the utterance
+    baseline on each full test set and on the LLM sample, every method with and without the
+    utterance; ``per_query`` is ``{qid: value}`` (for paired significance tests)."""
     rows = []
 
     def add(dataset, method, utt, sample, per_q):
         for metric, vals in per_q.items():
             rows.append({"dataset": dataset, "method": method, "utterance": utt, "sample": sample, "metric": metric,
-                         "value": sum(vals.values()) / len(vals) if vals else float("nan"), "n": len(vals)})
+                         "value": sum(vals.values()) / len(vals) if vals else float("nan"), "n": len(vals),
+                         "per_query": vals})
 
     def only(per_q, qids):
         # a request's retrieval does not depend on the others', so the baseline is retrieved once per set

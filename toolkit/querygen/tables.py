@@ -252,43 +252,71 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     iteration; 7. in-domain ``metric`` rises at every iteration; 8. out-of-domain ``metric`` peaks
     before the last iteration (Fig. 4, §4.4).
 
+    Column ``p``: the two-sided randomization p-value (:mod:`toolkit.significance`) of each paired
+    comparison the verdict rests on, when ``values`` has a ``per_query`` column: claims 1-2 the named
+    method against the best other one, 3-4 the two conditions on each set, 7 every consecutive pair
+    of iterations, 8 the peak against the last iteration; blank where the claim is not one paired
+    difference (5, 6).
+
     :func:`paper_values` turns the paper's Tables 1-2 into the same long table, so claims 1-5 can be
     checked on the paper's own numbers (the paper prints no values for Figure 4)."""
+    from toolkit.significance import paired_randomization
     IN, OUT = "querygen-in-domain", "querygen-out-of-domain"
     rows = []
 
-    def row(claim, holds, evidence):
+    def row(claim, holds, evidence, p=""):
         rows.append({"claim": claim, "holds": holds if holds == "pending" else ("yes" if holds else "no"),
-                     "evidence": evidence})
+                     "evidence": evidence, "p": p if holds != "pending" else ""})
 
-    def val(method, ds, utterance=True):
+    def cell(method, ds, utterance=True):
         v = values[(values.dataset == ds) & (values.method == method) & (values.utterance == utterance)
                    & (values.metric == metric) & (values["sample"] == "llm")]
         if not len(v) or int(v.n.iloc[0]) < sample_sizes.get(ds, 0):
             return None
-        return float(v.value.iloc[0])
+        return v.iloc[0]
+
+    def val(method, ds, utterance=True):
+        c = cell(method, ds, utterance)
+        return None if c is None else float(c.value)
+
+    def p_of(label, a, b):
+        """'label p=0.012' for cells a, b (method, ds, utterance); '' without per-query values."""
+        ca, cb = cell(*a), cell(*b)
+        if ca is None or cb is None or "per_query" not in values or not isinstance(ca.per_query, dict):
+            return ""
+        common = set(ca.per_query) & set(cb.per_query)
+        t = paired_randomization({q: ca.per_query[q] for q in common}, {q: cb.per_query[q] for q in common})
+        return f"{label} p={t.p:.3f}"
 
     def fmt(d):
         return ", ".join(f"{m} {x:.3f}" if x is not None else f"{m} pending" for m, x in d.items())
 
+    def short(ds):
+        return ds.split("-", 1)[1]
+
     for ds, label, winner in ((IN, "in-domain", "SFT"), (OUT, "out-of-domain", "Alignment")):
         d = {m: val(m, ds) for m in METHODS}
         ok = "pending" if None in d.values() else max(d, key=d.get) == winner
-        row(f"{winner} is the best method {label} ({metric})", ok, fmt(d))
+        p = ""
+        if ok != "pending":
+            other = max((m for m in METHODS if m != winner), key=d.get)
+            p = p_of(f"{winner} vs {other}", (winner, ds), (other, ds))
+        row(f"{winner} is the best method {label} ({metric})", ok, fmt(d), p)
     d = {(ds, m): val(m, ds) for ds in (IN, OUT) for m in ("Utterance", "Zero-Shot")}
     ok = "pending" if None in d.values() else all(d[ds, "Zero-Shot"] < d[ds, "Utterance"] for ds in (IN, OUT))
     row("zero-shot is below the utterance on both test sets", ok,
-        "; ".join(f"{ds.split('-', 1)[1]}: " + fmt({m: d[ds, m] for m in ("Utterance", "Zero-Shot")})
-                  for ds in (IN, OUT)))
+        "; ".join(f"{short(ds)}: " + fmt({m: d[ds, m] for m in ("Utterance", "Zero-Shot")}) for ds in (IN, OUT)),
+        "; ".join(x for x in (p_of(short(ds), ("Zero-Shot", ds), ("Utterance", ds)) for ds in (IN, OUT)) if x))
     drops = {ds: {m: (None if val(m, ds, False) is None or val(m, ds) is None else val(m, ds, False) - val(m, ds))
                   for m in METHODS[1:]} for ds in (IN, OUT)}
 
     def drop_text(methods):
-        return "; ".join(f"{ds.split('-', 1)[1]}: " + ", ".join(
+        return "; ".join(f"{short(ds)}: " + ", ".join(
             f"{m} {dd[m]:+.3f}" if dd[m] is not None else f"{m} pending" for m in methods) for ds, dd in drops.items())
     zs = [drops[ds]["Zero-Shot"] for ds in (IN, OUT)]
     row("appending the utterance helps zero-shot on both test sets (Table 2: dropping it lowers it)",
-        "pending" if None in zs else all(x < 0 for x in zs), drop_text(["Zero-Shot"]))
+        "pending" if None in zs else all(x < 0 for x in zs), drop_text(["Zero-Shot"]),
+        "; ".join(x for x in (p_of(short(ds), ("Zero-Shot", ds, False), ("Zero-Shot", ds)) for ds in (IN, OUT)) if x))
     ft = [drops[ds][m] for ds in (IN, OUT) for m in ("SFT", "Alignment")]
     row("the utterance helps SFT and alignment less in-domain than out-of-domain (Table 2)",
         "pending" if None in ft else all(drops[IN][m] > drops[OUT][m] for m in ("SFT", "Alignment")),
@@ -300,15 +328,20 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     f = fig4(values, metric)
     f = f[f.index.isin(list(complete))] if not f.empty else f
     done = len(f) >= iterations and len(f) > 1
-    for ds, claim, test in (
+    its = list(f.index)
+    steps = list(zip(its, its[1:]))
+    for ds, claim, test, pairs in (
             (IN, f"in-domain {metric} rises at every iteration (Fig. 4)",
-             lambda s: all(b > a for a, b in zip(s, s[1:]))),
+             lambda s: all(b > a for a, b in zip(s, s[1:])), lambda s: steps),
             (OUT, f"out-of-domain {metric} peaks before the last iteration (Fig. 4)",
-             lambda s: max(range(len(s)), key=lambda i: (s[i], -i)) < len(s) - 1)):
+             lambda s: max(range(len(s)), key=lambda i: (s[i], -i)) < len(s) - 1,
+             lambda s: [(its[max(range(len(s)), key=lambda i: (s[i], -i))], its[-1])])):
         s = list(f[ds]) if ds in f else []
+        p = "; ".join(x for x in (p_of(f"it{a} vs it{b}", (f"Alignment it{b}", ds), (f"Alignment it{a}", ds))
+                                  for a, b in pairs(s) if a != b) if x) if done else ""
         row(claim, test(s) if done else "pending",
-            " → ".join(f"it{it} {x:.3f}" for it, x in zip(f.index, s)) or "no complete iteration yet")
-    return pd.DataFrame(rows, columns=["claim", "holds", "evidence"])
+            " → ".join(f"it{it} {x:.3f}" for it, x in zip(f.index, s)) or "no complete iteration yet", p)
+    return pd.DataFrame(rows, columns=["claim", "holds", "evidence", "p"])
 
 
 def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:

@@ -133,6 +133,8 @@ t = time.perf_counter()
 al = E.alignment(cfg, s)
 stage_s["alignment replay"] = time.perf_counter() - t
 rec.extra["alignment_history"] = al.history
+if T.retrain_note(al.history):
+    display(Markdown("**Retrained iterations.** " + T.retrain_note(al.history) + "."))
 T.reward_history(al.history)
 
 # %% [markdown]

@@ -321,6 +321,20 @@ def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure():
     assert _keep_measured(before, fresh) == fresh
 
 
+def test_a_retrained_iteration_keeps_the_earlier_training_whose_model_made_the_cached_answers():
+    from toolkit.querygen.__main__ import _keep_measured
+    first = {"iteration": 1, "drafts_generated": 0, "train_seconds": 1139.0, "train_tokens_per_s": 65.4,
+             "train_final_loss": 1.1743}
+    same = dict(first)                                        # the finished run directory was reused
+    assert "earlier_training" not in _keep_measured([first], [same])[0]
+    again = {**first, "train_seconds": 523.6, "train_tokens_per_s": 142.3, "train_final_loss": 1.1749}
+    rec = _keep_measured([first], [again])[0]
+    assert rec["train_final_loss"] == 1.1749
+    assert rec["earlier_training"] == [{"train_seconds": 1139.0, "train_tokens_per_s": 65.4, "train_final_loss": 1.1743}]
+    third = {**again, "train_seconds": 500.0, "train_final_loss": 1.1751}
+    assert [e["train_final_loss"] for e in _keep_measured([rec], [third])[0]["earlier_training"]] == [1.1743, 1.1749]
+
+
 def test_ablation_settings_are_configurations_and_old_tags_survive_new_fields():
     from dataclasses import asdict, replace
     import hashlib

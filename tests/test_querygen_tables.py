@@ -212,3 +212,15 @@ def test_claims_give_the_randomization_p_value_of_the_comparison_they_rest_on():
     zs = c.loc["zero-shot is below the utterance on both test sets"]
     assert zs.holds == "no" and zs.p == "in-domain p=1.000; out-of-domain p=1.000"     # no difference at all
     assert c.loc["the mean draft reward rises at every iteration (Fig. 4, right)"].p == ""   # pending: no p
+
+
+def test_reward_history_says_which_iterations_were_trained_again():
+    hist = [{"iteration": 1, "mean": 0.27, "train_final_loss": 1.1749,
+             "earlier_training": [{"train_final_loss": 1.1743, "train_seconds": 1139.0}]},
+            {"iteration": 2, "mean": 0.30, "train_final_loss": 0.83}]
+    t = T.reward_history(hist)
+    assert list(t["earlier trainings' final loss"]) == ["1.1743", ""]
+    note = T.retrain_note(hist)
+    assert "iteration 1 was trained again" in note and "1.1743 then, 1.1749 now" in note and "iteration 2" in note
+    assert "iteration 2 was" not in note
+    assert T.retrain_note(hist[1:]) == "" and "final loss" not in T.reward_history(hist[1:])

@@ -196,15 +196,23 @@ def run_alignment(args, cfg, a, test_requests: int | None, stop_after: int | Non
 
 
 def _keep_measured(before: list[dict], history: list[dict]) -> list[dict]:
-    """``history`` with the draft timings of an earlier run (``before``, the history file as the
-    command found it) kept where this run replayed its drafts from the cache (a resumed run measures
-    nothing for the drafts it did not generate)."""
+    """``history`` with what an earlier run (``before``, the history file as the command found it)
+    measured and this run did not: its draft timings where this run replayed the drafts from the
+    cache, and, where this run trained an iteration again (its model files were gone, e.g. on a new
+    machine), the earlier training's log under ``earlier_training`` - the cached drafts and test
+    answers of that iteration come from the earlier model, so the notebook must be able to say so."""
     old = {r["iteration"]: r for r in before}
+    train_keys = ("train_seconds", "train_tokens_per_s", "train_final_loss")
     out = []
     for rec in history:
         prev = old.get(rec["iteration"], {})
         if prev.get("drafts_generated", 0) > rec.get("drafts_generated", 0):
             rec = {**rec, **{k: prev[k] for k in ("drafts_generated", "draft_seconds", "drafts_per_s") if k in prev}}
+        earlier = list(prev.get("earlier_training", []))
+        if "train_final_loss" in prev and any(prev.get(k) != rec.get(k) for k in train_keys):
+            earlier.append({k: prev[k] for k in train_keys if k in prev})
+        if earlier:
+            rec = {**rec, "earlier_training": earlier}
         out.append(rec)
     return out
 

@@ -158,7 +158,26 @@ def reward_history(history: list[dict]) -> pd.DataFrame:
     if not history:
         return pd.DataFrame(columns=list(cols.values()))
     t = pd.DataFrame(history).set_index("iteration")
-    return t[[c for c in cols if c in t]].rename(columns=cols)
+    t = t[[c for c in cols if c in t]].rename(columns=cols)
+    if any(h.get("earlier_training") for h in history):
+        # the iteration was trained again (its model files were lost); its cached answers are the earlier model's
+        t["final loss"] = [h.get("train_final_loss") for h in history]
+        t["earlier trainings' final loss"] = [", ".join(str(e.get("train_final_loss")) for e in h.get("earlier_training", []))
+                                              for h in history]
+    return t
+
+
+def retrain_note(history: list[dict]) -> str:
+    """A sentence per iteration trained more than once (``earlier_training`` in its history record):
+    which model made the cached answers, and how close the retrained one is (final training loss)."""
+    out = []
+    for h in history:
+        for e in h.get("earlier_training", []):
+            out.append(f"iteration {h['iteration']} was trained again after its model files were lost (final loss "
+                       f"{e.get('train_final_loss')} then, {h.get('train_final_loss')} now; same data, seed and "
+                       f"configuration, CPU bf16 arithmetic is not bit-reproducible): its cached test answers, and the "
+                       f"drafts of iteration {h['iteration'] + 1} cached before the loss, come from the earlier model")
+    return "; ".join(out)
 
 
 def record_alignment(rec, values: pd.DataFrame, history: list[dict], note: str = "") -> None:

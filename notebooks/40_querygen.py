@@ -321,7 +321,15 @@ cal_lines = [f"{g.method} calibration picked T = {g.temperature}" if g.calibrate
              else f"{g.method} calibration is incomplete (see pending)"
              + (f"; its rows use T = {g.temperature} meanwhile" if g.temperature is not None and g.queries else "")
              for g in generators]
-display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(cal_lines) + "."))
+paper_drafts = int(load_paper_numbers("querygen").query("table == '3' and method == 'Baseline' and metric == 'n_drafts'")
+                   .value.iloc[0])
+scale = (f"Scale, which bounds what this run can confirm: the generators are {cfg.generator_base} fine-tuned on 2 CPU "
+         f"cores (the paper: a 13B model on GPUs); SFT sees {cfg.sft_train_requests} training requests, alignment "
+         f"{cfg.align.train_size} requests x {cfg.align.n_drafts} drafts per iteration (the paper's baseline filter "
+         f"samples {paper_drafts} drafts per request) for {cfg.align.iterations} iterations; every LLM row is read on "
+         f"{cfg.test_requests} requests per test set, so differences of a few hundredths of Recall@5 are often within "
+         f"noise: the claims table below gives the randomization p-value of each comparison a verdict rests on.")
+display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(cal_lines) + ".\n\n" + scale))
 
 # %% [markdown]
 # The paper's claims, one row each, read off this run's values (*pending* while a method has not answered

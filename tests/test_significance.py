@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from toolkit.significance import paired_randomization
+from toolkit.significance import macro_paired_randomization, paired_randomization
 
 
 def _systems(shift: float, n: int = 120, seed: int = 0):
@@ -47,3 +47,28 @@ def test_different_query_sets_are_refused_with_the_offending_ids():
         paired_randomization({}, {})
     with pytest.raises(ValueError, match="n_permutations"):
         paired_randomization(a, a, n_permutations=0)
+
+
+def test_the_macro_test_weights_each_group_equally_and_agrees_with_scipy():
+    from scipy.stats import permutation_test
+    small_a, small_b = _systems(0.25, n=10, seed=4)        # a big gain on a small group ...
+    big_a, big_b = _systems(0.0, n=200, seed=5)            # ... and none on a big one
+    a, b = {"small": small_b, "big": big_a}, {"small": small_a, "big": big_b}
+    t = macro_paired_randomization(a, b, n_permutations=20_000)
+    means = [np.mean(list(a[g].values())) - np.mean(list(b[g].values())) for g in ("small", "big")]
+    assert t.n == 210 and t.diff == pytest.approx(np.mean(means))
+    keys = [(g, q) for g in sorted(a) for q in sorted(a[g])]
+    x = np.array([a[g][q] for g, q in keys])
+    y = np.array([b[g][q] for g, q in keys])
+    w = np.array([1 / (2 * len(a[g])) for g, _ in keys])
+    ref = permutation_test((x, y), lambda u, v, axis=-1: np.sum(w * (u - v), axis=axis), permutation_type="samples",
+                           n_resamples=20_000, vectorized=True, random_state=0).pvalue
+    assert t.p == pytest.approx(ref, abs=0.02)
+    # pooled per query, the big group's 200 queries drown the small group's gain
+    pooled = paired_randomization({f"{g}/{q}": v for g in a for q, v in a[g].items()},
+                                  {f"{g}/{q}": v for g in b for q, v in b[g].items()})
+    assert abs(pooled.diff) < abs(t.diff)
+    with pytest.raises(ValueError, match="same groups"):
+        macro_paired_randomization(a, {"small": small_a})
+    with pytest.raises(ValueError, match="in group 'big'"):
+        macro_paired_randomization(a, {"small": small_a, "big": {"q0": 0.0}})

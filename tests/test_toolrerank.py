@@ -455,6 +455,26 @@ def test_claims_read_the_tables():
     assert claims({}, {}, {}, {}) == []
 
 
+def test_claims_give_the_macro_randomization_p_value_with_per_query_values():
+    import numpy as np
+
+    from toolkit.toolrerank.analysis import claims
+    from toolkit.toolrerank.splits import SUBSETS
+    r = np.random.default_rng(0)
+    base = {g: {f"{g}-q{i}": float(x) for i, x in enumerate(r.integers(0, 2, 40))} for g in SUBSETS}
+    up = {g: {q: 1.0 for q in qs} for g, qs in base.items()}                      # every query right
+    pq = {"DPR": base, "Rerank-10": up, "Rerank-30": base, "Rerank-50": base, "ToolRerank": up}
+    mean = lambda d: float(np.mean([np.mean(list(v.values())) for v in d.values()]))   # noqa: E731
+    t3 = {m: {"all-avg": {"recall@5": mean(v)}} for m, v in pq.items()}
+    rows = {c["claim"].split(" (")[0]: c for c in claims(t3, {}, {}, {}, per_query=pq)}
+    helps = rows["reranking helps"]
+    assert helps["holds"] == "no"                                 # Rerank-30/50 equal DPR, not above
+    parts = dict(x.rsplit(" p=", 1) for x in helps["p"].split("; "))
+    assert float(parts["Rerank-10 vs DPR"]) < 0.01 and float(parts["Rerank-30 vs DPR"]) == 1.0
+    assert rows["ToolRerank > every Rerank-m"]["p"] == "ToolRerank vs Rerank-10 p=1.000"   # a tie: no difference
+    assert claims(t3, {}, {}, {})[0]["p"] == ""                   # no per-query values: no p
+
+
 def test_table_functions_on_a_toy_candidate_set():
     from toolkit.toolrerank.splits import SINGLE_SUBSETS, SUBSETS
     good, _ = _candidates({"q1": True, "q2": False})

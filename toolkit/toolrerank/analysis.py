@@ -154,7 +154,7 @@ def find_case(c: Candidates, baseline: str, cfg: ToolRerankConfig, top: int = 5,
 
 
 def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[dict] | None = None,
-           metric: str = "recall@5") -> list[dict]:
+           metric: str = "recall@5", per_query: Mapping | None = None) -> list[dict]:
     """The paper's claims checked on one set of tables (``{method: {subset/average: {metric: v}}}``, as
     the notebook builds them; the paper's own numbers in the same layout give the paper's column).
 
@@ -165,8 +165,27 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
     5. HAR helps when its algorithm matches the query type (Table 6): Algorithm 1 raises the
        single-tool average, Algorithm 2 does not lower the multi-tool one;
     6. the extended list helps only for unseen tools (Table 7): unseen-only is the best row.
-    Rows whose inputs are missing (e.g. the paper has no Figure 1(a) numbers) are left out."""
+    Rows whose inputs are missing (e.g. the paper has no Figure 1(a) numbers) are left out.
+
+    With ``per_query`` (``{row label: {subset: {qid: metric}}}``, :func:`tables.per_query`) each row gets
+    ``p``: the randomization p-value (:func:`toolkit.significance.macro_paired_randomization`, on the
+    average the claim reads) of each comparison its verdict rests on; blank for Figure 1(a)."""
+    from toolkit.significance import macro_paired_randomization
+
+    from .tables import AVERAGES
     out = []
+
+    def p_of(a, b, avg="all-avg"):
+        if not per_query or a not in per_query or b not in per_query:
+            return ""
+        groups = AVERAGES[avg]
+        if not all(g in per_query[a] and g in per_query[b] for g in groups):
+            return ""
+        t = macro_paired_randomization({g: per_query[a][g] for g in groups}, {g: per_query[b][g] for g in groups})
+        return f"{a} vs {b} p={t.p:.3f}"
+
+    def ps(*items):
+        return "; ".join(x for x in items if x)
 
     def v(t, m, col="all-avg"):
         try:
@@ -175,17 +194,19 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
             return None
         return None if x is None or x != x else float(x)
 
-    def row(claim, holds, evidence):
-        out.append({"claim": claim, "holds": "yes" if holds else "no", "evidence": evidence})
+    def row(claim, holds, evidence, p=""):
+        out.append({"claim": claim, "holds": "yes" if holds else "no", "evidence": evidence, "p": p})
 
     dpr, rr = v(t3, "DPR"), {m: v(t3, m) for m in ("Rerank-10", "Rerank-30", "Rerank-50")}
     tr = v(t3, "ToolRerank")
     if dpr is not None and None not in rr.values():
         row("reranking helps (every Rerank-m > DPR, all-avg)", all(x > dpr for x in rr.values()),
-            f"DPR {dpr:.3f}; " + ", ".join(f"{m} {x:.3f}" for m, x in rr.items()))
+            f"DPR {dpr:.3f}; " + ", ".join(f"{m} {x:.3f}" for m, x in rr.items()),
+            ps(*(p_of(m, "DPR") for m in rr)))
         if tr is not None:
+            top = max(rr, key=rr.get)
             row("ToolRerank > every Rerank-m (all-avg)", all(tr > x for x in rr.values()),
-                f"ToolRerank {tr:.3f} vs best Rerank-m {max(rr.values()):.3f}")
+                f"ToolRerank {tr:.3f} vs best Rerank-m {max(rr.values()):.3f}", p_of("ToolRerank", top))
     if fig_rows:
         best = {}
         for part in ("seen", "unseen"):
@@ -205,18 +226,24 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
         b = {k: max(x) for k, x in rel.items()}
         row("m_s < m_u beats m_s = m_u and m_s > m_u (Table 5, best row of each)",
             b["<"][0] > b["="][0] and b["<"][0] > b[">"][0],
-            "; ".join(f"m_s{k}m_u best {x:.3f} {m.split(' ', 1)[1]}" for k, (x, m) in b.items()))
+            "; ".join(f"m_s{k}m_u best {x:.3f} {m.split(' ', 1)[1]}" for k, (x, m) in b.items()),
+            ps(p_of(b["<"][1], b["="][1]), p_of(b["<"][1], b[">"][1])))
     none_s, single_s = v(t6, "ToolRerank (none)", "single-avg"), v(t6, "ToolRerank (single)", "single-avg")
     none_m, multi_m = v(t6, "ToolRerank (none)", "multi-avg"), v(t6, "ToolRerank (multi)", "multi-avg")
     if None not in (none_s, single_s, none_m, multi_m):
         row("HAR helps when it matches the query type (Alg. 1 on single-tool > none; Alg. 2 on multi-tool >= none)",
             single_s > none_s and multi_m >= none_m,
-            f"single-avg none {none_s:.3f} -> Alg. 1 {single_s:.3f}; multi-avg none {none_m:.3f} -> Alg. 2 {multi_m:.3f}")
+            f"single-avg none {none_s:.3f} -> Alg. 1 {single_s:.3f}; multi-avg none {none_m:.3f} -> Alg. 2 {multi_m:.3f}",
+            ps(p_of("ToolRerank (single)", "ToolRerank (none)", "single-avg"),
+               p_of("ToolRerank (multi)", "ToolRerank (none)", "multi-avg")))
     ext = {m: v(t7, m, "single-avg") for m in t7}
     if ext and None not in ext.values():
         top = max(ext, key=ext.get)
-        row("extended list for unseen tools only is best (Table 7)", top.endswith("seen=no, unseen=yes)"),
-            "; ".join(f"{m.split('(')[1].rstrip(')')}: {x:.3f}" for m, x in ext.items()))
+        claimed = next((m for m in ext if m.endswith("seen=no, unseen=yes)")), None)
+        rival = top if top != claimed else max((m for m in ext if m != claimed), key=ext.get, default=None)
+        row("extended list for unseen tools only is best (Table 7)", top == claimed,
+            "; ".join(f"{m.split('(')[1].rstrip(')')}: {x:.3f}" for m, x in ext.items()),
+            p_of(claimed, rival, "single-avg") if claimed and rival else "")
     return out
 
 

@@ -116,27 +116,50 @@ def table3(cands: Mapping[str, Candidates], bm25: dict, best) -> dict[str, dict]
     return t
 
 
+def methods5(best) -> dict:
+    """Table 5's rows: label -> ToolRerank with that (m_s, m_u) and the best dev τ's."""
+    from dataclasses import replace
+    return {f"ToolRerank (m_s={ms}, m_u={mu})": replace(best, m_s=ms, m_u=mu) for ms, mu in PAIRS5}
+
+
+def methods6(best) -> dict:
+    """Table 6's rows: label -> ToolRerank with that query-type source for HAR."""
+    from dataclasses import replace
+    return {label: replace(best, har=har) for label, har in HAR6}
+
+
+def methods7(best) -> dict:
+    """Table 7's rows: label -> ToolRerank with the extended list for seen / unseen tools or not."""
+    from dataclasses import replace
+    return {f"ToolRerank (extended seen={'yes' if es else 'no'}, unseen={'yes' if eu else 'no'})":
+            replace(best, extend_seen=es, extend_unseen=eu) for es, eu in EXTENDED7}
+
+
 def table5(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
     """Table 5: Adaptive Truncation, every (m_s, m_u) with the τ's at their best dev values (Recall@5)."""
-    from dataclasses import replace
-    return {f"ToolRerank (m_s={ms}, m_u={mu})": values(cands, replace(best, m_s=ms, m_u=mu), metrics=["recall@5"])
-            for ms, mu in PAIRS5}
+    return {label: values(cands, m, metrics=["recall@5"]) for label, m in methods5(best).items()}
 
 
 def table6(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
     """Table 6: Hierarchy-Aware Reranking with each query-type source (Recall@5)."""
-    from dataclasses import replace
-    return {label: values(cands, replace(best, har=har), metrics=["recall@5"],
-                          averages=["single-avg", "multi-avg", "all-avg"]) for label, har in HAR6}
+    return {label: values(cands, m, metrics=["recall@5"], averages=["single-avg", "multi-avg", "all-avg"])
+            for label, m in methods6(best).items()}
 
 
 def table7(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
     """Table 7: the extended API list for seen / unseen tools, single-tool subsets (Recall@5)."""
-    from dataclasses import replace
     single = {k: cands[k] for k in SINGLE_SUBSETS}
-    return {f"ToolRerank (extended seen={'yes' if es else 'no'}, unseen={'yes' if eu else 'no'})":
-            values(single, replace(best, extend_seen=es, extend_unseen=eu), metrics=["recall@5"],
-                   averages=["single-avg"]) for es, eu in EXTENDED7}
+    return {label: values(single, m, metrics=["recall@5"], averages=["single-avg"]) for label, m in methods7(best).items()}
+
+
+def per_query(cands: Mapping[str, Candidates], best, metric: str = "recall@5") -> dict[str, dict[str, dict[str, float]]]:
+    """``{label: {subset: {qid: metric}}}`` for every row of Tables 3, 5, 6 and 7 (the paired
+    significance tests of :func:`toolkit.toolrerank.analysis.claims`)."""
+    out = {}
+    for label, m in {**methods(best), **methods5(best), **methods6(best), **methods7(best)}.items():
+        out[label] = {name: evaluate(as_run(method_lists(c, m)), c.dataset.qrels, [metric], per_query=True)[metric]
+                      for name, c in cands.items() if name in SUBSETS}
+    return out
 
 
 def classifier_accuracy(cands: Mapping[str, Candidates]) -> dict[str, float]:

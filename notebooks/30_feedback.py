@@ -156,6 +156,23 @@ rec.extra["case_study"] = case
 print(case["text"] if case else "no refined instruction in the traces yet")
 
 # %% [markdown]
+# ## The paper's claims, checked on this run and on the paper's own tables
+#
+# One row per claim of §5.2-5.3 (*pending* while a row it needs has no trace). `paper` applies the same test to the
+# paper's printed Tables 2-7; `p` is the two-sided randomization test (`toolkit.significance`, 10,000 per-query
+# swaps) of each paired comparison a verdict rests on, on the queries both rows ran: with samples of tens to a few
+# hundred instructions, a verdict whose p is above 0.05 rests on a difference these queries cannot tell from noise.
+
+# %%
+from toolkit.compare import load_paper_numbers  # noqa: E402
+
+claims = T.claims(llm_values)
+claims.insert(1, "paper", T.claims(T.paper_values(load_paper_numbers(T.PAPER))).holds)
+claims = claims.rename(columns={"holds": "here"})
+rec.extra["claims"] = claims.to_dict("records")
+claims
+
+# %% [markdown]
 # ## Reading
 #
 # Numbers are looked up in this run's results. The paper's baselines are far below ours on ToolBench because its

@@ -99,6 +99,37 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     assert v["4", "I2", "Ours", "ndcg@1"] == 1.0 and ("4", "I2", "w/o warm-up", "ndcg@1") not in v
     assert {p["set"] for p in pending} == {"I2"}                  # only the Tables 4, 6, 7 conditions remain
     assert extra["case_study"]["set"] == "I2"
+    # per-query values travel with the rows, so the claims table can test Ours against ToolRetriever
+    from toolkit.feedback import tables as T
+    pq = values.set_index(["table", "set", "method", "metric"])["per_query"]
+    assert pq["2", "I2", "Ours", "ndcg@1"] == {"b": 1.0, "c": 1.0}
+    c = T.claims(values, metric="ndcg@1").set_index("claim")
+    first = c.loc["feedback beats the fine-tuned retriever on every in-domain group (ndcg@1, Table 2)"]
+    assert first.holds == "yes" and "Ours vs ToolRetriever I2 p=" in first.p
+    assert c.loc["removing warm-up, hard negatives, or joint loss and hard negatives lowers ndcg@1 (Table 4)"].holds \
+        == "pending"
+
+
+def test_feedback_claims_on_the_paper_s_numbers_and_a_failing_run():
+    import pandas as pd
+
+    from toolkit.compare import load_paper_numbers
+    from toolkit.feedback import tables as T
+    c = T.claims(T.paper_values(load_paper_numbers("iterative_feedback"))).set_index("claim").holds
+    assert c.iloc[[0, 1, 2, 3, 4, 5, 7]].eq("yes").all()
+    assert c.iloc[6] == "no"            # the paper's text: RoBERTa more effective; its Table 6: 86.75 < 87.10
+    qs = [f"q{i}" for i in range(30)]
+    ours = {q: 1.0 if i % 2 else 0.0 for i, q in enumerate(qs)}
+    rows = [{"table": "5", "set": "I2", "method": f"Ours (T={t})", "metric": "ndcg@5", "value": 0.5,
+             "per_query": ours} for t in (1, 2, 3)]           # flat over the rounds: no rise, p = 1
+    rows += [{"table": "5", "set": "I2", "method": f"Ours (T={t})", "metric": "seconds_per_instruction",
+              "value": s, "per_query": None} for t, s in ((1, 10.0), (2, 15.0), (3, 21.0))]
+    c = T.claims(pd.DataFrame(rows)).set_index("claim")
+    assert c.loc["ndcg@5 rises with every round (Table 5)"].holds == "no"
+    assert c.loc["ndcg@5 rises with every round (Table 5)"].p == "Ours (T=2) vs Ours (T=1) p=1.000; " \
+                                                                  "Ours (T=3) vs Ours (T=2) p=1.000"
+    assert c.loc["each further round costs fewer extra LLM seconds per instruction (Table 5)"].holds == "no"
+    assert c.loc["feedback beats the fine-tuned retriever on every in-domain group (ndcg@5, Table 2)"].holds == "pending"
 
 
 def test_a_condition_must_be_a_row_of_tables_4_6_7():

@@ -145,12 +145,12 @@ def load_meta(path: Path) -> dict:
 # --- evaluation -----------------------------------------------------------------------------------
 
 def trace_values(traces: Mapping[str, Trace], qrels: Mapping, t: int | None = None,
-                 metrics=METRICS) -> dict[str, float]:
+                 metrics=METRICS, per_query: bool = False) -> dict:
     """NDCG@m of the retrieval after round ``t`` (None: the last round each instruction reached),
-    ToolBench's tie handling, over the traced instructions."""
+    ToolBench's tie handling, over the traced instructions (``per_query``: ``{metric: {qid: value}}``)."""
     from toolkit.metrics import evaluate
     run = final_run(traces) if t is None else run_at(traces, t)
-    return evaluate(run, {q: qrels[q] for q in traces}, list(metrics), ties="sklearn")
+    return evaluate(run, {q: qrels[q] for q in traces}, list(metrics), ties="sklearn", per_query=per_query)
 
 
 def seconds_per_instruction(traces: Mapping[str, Trace], t: int) -> float:
@@ -159,10 +159,12 @@ def seconds_per_instruction(traces: Mapping[str, Trace], t: int) -> float:
     return sum(sum(tr.seconds[:t]) for tr in traces.values()) / max(len(traces), 1)
 
 
-def rows(label: str, method: str, values: Mapping[str, float], n: int, ours_only: bool = False) -> list[dict]:
-    """Rows in :func:`toolkit.feedback.tables.baseline_values`'s long format."""
-    return [{"set": label, "method": method, "metric": m, "n": n, "value": v, "ours_only": ours_only}
-            for m, v in values.items()]
+def rows(label: str, method: str, values: Mapping[str, float], n: int, ours_only: bool = False,
+         per_query: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
+    """Rows in :func:`toolkit.feedback.tables.baseline_values`'s long format, with ``per_query``
+    (``{qid: value}`` of the row's metric, for paired significance tests) where given."""
+    return [{"set": label, "method": method, "metric": m, "n": n, "value": v, "ours_only": ours_only,
+             "per_query": (per_query or {}).get(m)} for m, v in values.items()]
 
 
 def with_all(traces_by_group: Mapping[str, Mapping[str, Trace]]) -> dict[str, Mapping[str, Trace]]:
@@ -283,7 +285,8 @@ def ablation_sample(cfg, tests: Mapping) -> list[str]:
 
 def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[pd.DataFrame, list[dict], dict]:
     """Every table's rows from the traces: (values, pending, extra). ``values`` has columns table, set,
-    method, metric, n, value, ours_only (fractions; seconds for Table 5's efficiency). With
+    method, metric, n, value, ours_only (fractions; seconds for Table 5's efficiency), per_query
+    (``{qid: value}``, for the claims' significance tests). With
     ``run_missing`` (smoke), missing stages run here first; otherwise they are listed in ``pending``."""
     from toolkit.feedback import stages
     pending: list[dict] = []
@@ -299,8 +302,13 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                                                                   if k in ("stage", "wall_s", "model", "llm")}}
         return got
 
-    def add(table, label, method, values, n, ours_only=False):
-        out.extend({**r, "table": table} for r in rows(label, method, values, n, ours_only))
+    def add(table, label, method, values, n, ours_only=False, per_query=None):
+        out.extend({**r, "table": table} for r in rows(label, method, values, n, ours_only, per_query))
+
+    def measured(traces, qrels, t=None, metrics=METRICS):
+        """(means, per-query values) of ``trace_values``"""
+        pq = trace_values(traces, qrels, t, metrics, per_query=True)
+        return {m: sum(v.values()) / len(v) if v else float("nan") for m, v in pq.items()}, pq
 
     # Tables 2/3: ToolRetriever (whole set, and its LLM sample) and Ours (LLM sample), % improve
     ours, tool = {}, {}
@@ -319,24 +327,25 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         metrics = METRICS if table == "3" else METRICS[:3]
         qrels = tests[label].qrels
         if label in tool:
-            add(table, label, "ToolRetriever", trace_values(tool[label], qrels, metrics=metrics), len(tool[label]))
+            v, pq = measured(tool[label], qrels, metrics=metrics)
+            add(table, label, "ToolRetriever", v, len(tool[label]), per_query=pq)
         if label in ours:
             sample = ours[label]
-            o = trace_values(sample, qrels, metrics=metrics)
-            add(table, label, "Ours", o, len(sample))
+            o, pq = measured(sample, qrels, metrics=metrics)
+            add(table, label, "Ours", o, len(sample), per_query=pq)
             if label in tool and set(sample) <= set(tool[label]):
-                t = trace_values({q: tool[label][q] for q in sample}, qrels, metrics=metrics)
+                t, pq = measured({q: tool[label][q] for q in sample}, qrels, metrics=metrics)
                 if len(sample) < len(tool[label]):
-                    add(table, label, "ToolRetriever (LLM sample)", t, len(sample), ours_only=True)
+                    add(table, label, "ToolRetriever (LLM sample)", t, len(sample), ours_only=True, per_query=pq)
                 add(table, label, "% improve", {m: o[m] / t[m] - 1 if t[m] else float("nan") for m in metrics},
                     len(sample))
     # Table 5: rounds 1-3 of the main run on I2, with the LLM seconds per instruction
     i2 = ours.get(ABLATION_GROUP)
     if i2:
         for t in range(1, cfg.training.rounds + 1):
-            add("5", ABLATION_GROUP, f"Ours (T={t})", {**trace_values(i2, tests[ABLATION_GROUP].qrels, t),
-                                                       "seconds_per_instruction": seconds_per_instruction(i2, t)},
-                len(i2))
+            v, pq = measured(i2, tests[ABLATION_GROUP].qrels, t)
+            add("5", ABLATION_GROUP, f"Ours (T={t})", {**v, "seconds_per_instruction": seconds_per_instruction(i2, t)},
+                len(i2), per_query=pq)
         extra["stopped_after_round"] = {t: sum(len(tr.instructions) - 1 == t for tr in i2.values())
                                         for t in range(cfg.training.rounds + 1)}
     # Tables 4, 6, 7: conditions on the I2 ablation sample; the main run's row from its I2 trace
@@ -346,15 +355,16 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     for table, conds in CONDITIONS.items():
         metrics = METRICS if table != "6" else METRICS[:3]
         if i2 and set(sample) <= set(i2) and table in main_rows:
-            add(table, ABLATION_GROUP, main_rows[table], trace_values({q: i2[q] for q in sample}, qrels2, metrics=metrics),
-                len(sample))
+            v, pq = measured({q: i2[q] for q in sample}, qrels2, metrics=metrics)
+            add(table, ABLATION_GROUP, main_rows[table], v, len(sample), per_query=pq)
         for label in conds:
             c = condition(cfg, table, label)
             got = get(test_trace_path(c, ABLATION_GROUP, cfg.ablation_requests), sample,
                       pending_row(table, label, ABLATION_GROUP, command("test", cfg, ABLATION_GROUP, table, label)),
                       lambda c=c: stages.test(c, ABLATION_GROUP, cfg.ablation_requests, llm))
             if got:
-                add(table, ABLATION_GROUP, label, trace_values(got, qrels2, metrics=metrics), len(got))
+                v, pq = measured(got, qrels2, metrics=metrics)
+                add(table, ABLATION_GROUP, label, v, len(got), per_query=pq)
     # Figure 4: a case study from the main run's test traces (I2 first, as the paper's multi-tool example)
     for label in (ABLATION_GROUP, *GROUPS):
         if label in ours:
@@ -362,4 +372,4 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             if case:
                 extra["case_study"] = {"set": label, **case}
                 break
-    return pd.DataFrame(out, columns=["table", "set", "method", "metric", "n", "value", "ours_only"]), pending, extra
+    return pd.DataFrame(out, columns=["table", "set", "method", "metric", "n", "value", "ours_only", "per_query"]), pending, extra

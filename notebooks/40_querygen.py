@@ -115,6 +115,11 @@ if sft_log:
     fig.tight_layout()
     fig.savefig(rec.figure_dir() / f"sft_loss_{profile}.png", dpi=120)
     display(pd.Series(rec.extra["sft_training"]).to_frame("SFT run"))
+    for e in sft_log.get("earlier_training", []):
+        display(Markdown(f"**Retrained.** The SFT model was trained again after its files were lost (final loss "
+                         f"{e['final_loss']} then, {sft_log['final_loss']} now; same data, seed and configuration, CPU "
+                         "bf16 arithmetic is not bit-reproducible): the answers cached before then come from the "
+                         "earlier model, the timings above from the retraining."))
 else:
     print(f"no SFT run committed for this configuration (tag {cfg.sft_tag()}); `python -m toolkit.querygen sft` makes it")
 

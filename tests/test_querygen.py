@@ -331,6 +331,11 @@ def test_a_retrained_iteration_keeps_the_earlier_training_whose_model_made_the_c
     rec = _keep_measured([first], [again])[0]
     assert rec["train_final_loss"] == 1.1749
     assert rec["earlier_training"] == [{"train_seconds": 1139.0, "train_tokens_per_s": 65.4, "train_final_loss": 1.1743}]
+    from toolkit.querygen.__main__ import SFT_LOG_KEYS, earlier_trainings
+    assert earlier_trainings({"seconds": 1865.3, "tokens_per_s": 71.4, "final_loss": 0.6393},
+                             {"seconds": 1224.6, "tokens_per_s": 108.8, "final_loss": 0.6398}, SFT_LOG_KEYS) \
+        == [{"seconds": 1865.3, "tokens_per_s": 71.4, "final_loss": 0.6393}]
+    assert earlier_trainings({}, {"final_loss": 0.6398}, SFT_LOG_KEYS) == []
     third = {**again, "train_seconds": 500.0, "train_final_loss": 1.1751}
     assert [e["train_final_loss"] for e in _keep_measured([rec], [third])[0]["earlier_training"]] == [1.1743, 1.1749]
 

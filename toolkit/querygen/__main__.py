@@ -94,7 +94,9 @@ def cmd_sft(args, cfg) -> int:
                                     "steps_log") if k in log}
         dest = default_cache_root() / SFT_NAMESPACE / f"querygen-sft-{cfg.sft_tag()}.train.json"
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(json.dumps({**keep, "base": cfg.generator_base, "train_requests": len(examples)}, indent=1))
+        earlier = earlier_trainings(json.loads(dest.read_text()) if dest.is_file() else {}, keep, SFT_LOG_KEYS)
+        dest.write_text(json.dumps({**keep, "base": cfg.generator_base, "train_requests": len(examples),
+                                    **({"earlier_training": earlier} if earlier else {})}, indent=1))
         lm, _ = sft.load(out_dir)
         t = time.time()
         export_gguf(lm, gguf_path(cfg.generator_base), gguf_file, name=f"querygen-sft-{cfg.sft_tag()}")
@@ -195,6 +197,20 @@ def run_alignment(args, cfg, a, test_requests: int | None, stop_after: int | Non
     return history
 
 
+SFT_LOG_KEYS = ("seconds", "tokens_per_s", "final_loss")
+ALIGN_LOG_KEYS = ("train_seconds", "train_tokens_per_s", "train_final_loss")
+
+
+def earlier_trainings(prev: dict, new: dict, keys: tuple[str, ...]) -> list[dict]:
+    """``prev``'s earlier trainings, plus ``prev``'s own when ``new`` is another training of the same
+    model (``keys``: seconds, tokens/s, final loss; the last names the loss): a model whose files were
+    lost and was trained again. Its answers cached before then came from the earlier model."""
+    earlier = list(prev.get("earlier_training", []))
+    if keys[-1] in prev and any(prev.get(k) != new.get(k) for k in keys):
+        earlier.append({k: prev[k] for k in keys if k in prev})
+    return earlier
+
+
 def _keep_measured(before: list[dict], history: list[dict]) -> list[dict]:
     """``history`` with what an earlier run (``before``, the history file as the command found it)
     measured and this run did not: its draft timings where this run replayed the drafts from the
@@ -202,15 +218,12 @@ def _keep_measured(before: list[dict], history: list[dict]) -> list[dict]:
     machine), the earlier training's log under ``earlier_training`` - the cached drafts and test
     answers of that iteration come from the earlier model, so the notebook must be able to say so."""
     old = {r["iteration"]: r for r in before}
-    train_keys = ("train_seconds", "train_tokens_per_s", "train_final_loss")
     out = []
     for rec in history:
         prev = old.get(rec["iteration"], {})
         if prev.get("drafts_generated", 0) > rec.get("drafts_generated", 0):
             rec = {**rec, **{k: prev[k] for k in ("drafts_generated", "draft_seconds", "drafts_per_s") if k in prev}}
-        earlier = list(prev.get("earlier_training", []))
-        if "train_final_loss" in prev and any(prev.get(k) != rec.get(k) for k in train_keys):
-            earlier.append({k: prev[k] for k in train_keys if k in prev})
+        earlier = earlier_trainings(prev, rec, ALIGN_LOG_KEYS)
         if earlier:
             rec = {**rec, "earlier_training": earlier}
         out.append(rec)

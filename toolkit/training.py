@@ -134,8 +134,9 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
         s in n for s in ("bias", "LayerNorm.weight", "layer_norm.weight", "layernorm.weight", ".norm.weight"))]
     no_decay = [p for p in params if all(p is not q for q in decay)]
     # foreach=False: the per-tensor update gives the same weights (checked bit for bit) without the foreach path's
-    # temporaries over all parameters at once, GBs at opt.step for the 0.5B generator (its alignment run was
-    # OOM-killed at ~24 GB RSS beside a notebook)
+    # temporaries over all parameters at once. It is not what bounds memory: an alignment iteration of the 0.5B
+    # generator still peaks at 19.8 GB RSS (VmHWM) with it, so nothing else heavy may run beside one (a run beside
+    # two smoke notebooks was OOM-killed at 23.8 GB)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, foreach=False)
     total = len(batches)

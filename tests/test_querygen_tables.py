@@ -224,3 +224,16 @@ def test_reward_history_says_which_iterations_were_trained_again():
     assert "iteration 1 was trained again" in note and "1.1743 then, 1.1749 now" in note and "iteration 2" in note
     assert "iteration 2 was" not in note
     assert T.retrain_note(hist[1:]) == "" and "final loss" not in T.reward_history(hist[1:])
+
+
+def test_a_last_iteration_peak_is_tested_against_the_best_earlier_one():
+    qs = [f"q{i}" for i in range(20)]
+    rows = []
+    for t, hits in ((1, 12), (2, 8), (3, 13)):            # out-of-domain peaks at the last iteration
+        pq = {q: 1.0 if i < hits else 0.0 for i, q in enumerate(qs)}
+        for ds in (IN, OUT):
+            rows.append({"dataset": ds, "method": f"Alignment it{t}", "utterance": True, "sample": "llm",
+                         "metric": "recall@5", "value": hits / 20, "n": 20, "per_query": pq})
+    c = T.claims(pd.DataFrame(rows), [], [1, 2, 3], 3, {IN: 20, OUT: 20}).set_index("claim")
+    peak = c.loc["out-of-domain recall@5 peaks before the last iteration (Fig. 4)"]
+    assert peak.holds == "no" and peak.p.startswith("it1 vs it3 p=")

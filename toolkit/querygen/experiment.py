@@ -93,8 +93,8 @@ def align_model_id(cfg: QuerygenConfig, iteration: int) -> str:
 def align_history(cfg: QuerygenConfig) -> list[dict]:
     """Per iteration: reward distribution of the drafts, drafts kept, stage timings (written by
     ``python -m toolkit.querygen align`` beside its answers); [] before the first iteration ends.
-    A run that resumed with cached drafts measured no drafting time: those iterations take it from
-    the per-answer generation times in the sampling model's response cache (``draft_timing``)."""
+    A run that resumed with cached drafts measured only the drafts it generated: where the sampling
+    model's response cache holds more, the timing comes from its per-answer times (``draft_timing``)."""
     import json
 
     from toolkit.llm.client import default_cache_root
@@ -103,10 +103,11 @@ def align_history(cfg: QuerygenConfig) -> list[dict]:
     history = json.loads(p.read_text())["history"] if p.is_file() else []
     out = []
     for rec in history:
-        if not rec.get("drafts_generated"):
-            t = rec["sampled_from"].rsplit("-it", 1)[1]
-            model = f"gguf:{gguf_path(cfg.generator_base, verify=False).name}" if t == "0" else align_model_id(cfg, int(t))
-            rec = {**rec, **draft_timing(model, cfg.align.temperature)}
+        t = rec["sampled_from"].rsplit("-it", 1)[1]
+        model = f"gguf:{gguf_path(cfg.generator_base, verify=False).name}" if t == "0" else align_model_id(cfg, int(t))
+        cached = draft_timing(model, cfg.align.temperature)
+        if cached.get("drafts_generated", 0) > (rec.get("drafts_generated") or 0):
+            rec = {**rec, **cached}      # a resumed run measured only the drafts it generated itself
         out.append(rec)
     return out
 

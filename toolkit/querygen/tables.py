@@ -354,7 +354,8 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
              lambda s: all(b > a for a, b in zip(s, s[1:])), lambda s: steps),
             (OUT, f"out-of-domain {metric} peaks before the last iteration (Fig. 4)",
              lambda s: max(range(len(s)), key=lambda i: (s[i], -i)) < len(s) - 1,
-             lambda s: [(its[max(range(len(s)), key=lambda i: (s[i], -i))], its[-1])])):
+             # the peak against the last iteration; when the last is the peak, the best earlier one against it
+             lambda s: [(its[max(range(len(s) - 1), key=lambda i: (s[i], -i))], its[-1])])):
         s = list(f[ds]) if ds in f else []
         p = "; ".join(x for x in (p_of(f"it{a} vs it{b}", (f"Alignment it{b}", ds), (f"Alignment it{a}", ds))
                                   for a, b in pairs(s) if a != b) if x) if done else ""

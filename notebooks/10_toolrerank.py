@@ -228,7 +228,8 @@ grid_table.assign(**{"recall@5": (grid_table["recall@5"] * 100).round(1), "ndcg@
 # ## Table 3 — BM25, DPR, Rerank-10/30/50, ToolRerank (NDCG@5 / Recall@5, percent)
 
 # %%
-t3 = tables.table3(cands, bm25, best)
+per_query = {}     # {row: {subset: {qid: Recall@5}}} from the same evaluations: the claims' paired tests
+t3 = tables.table3(cands, bm25, best, per_query)
 for label, vals in t3.items():
     tables.record(rec, "3", label, vals, n_queries, note="ToolLens mirror subsets (see Table 1)", names=tables.COLS)
 tables.beside_paper(t3, "3", tables.COLS, ["ndcg@5", "recall@5"])
@@ -237,7 +238,7 @@ tables.beside_paper(t3, "3", tables.COLS, ["ndcg@5", "recall@5"])
 # ## Table 5 — Adaptive Truncation (Recall@5): all nine (m_s, m_u), τ's at their best dev values
 
 # %%
-t5 = tables.table5(cands, best)
+t5 = tables.table5(cands, best, per_query)
 for label, vals in t5.items():
     tables.record(rec, "5", label, vals, n_queries, names=tables.COLS5)
 ours5 = tables.frame(t5, tables.COLS5, ["recall@5"])
@@ -250,7 +251,7 @@ t5_df
 # ## Table 6 — Hierarchy-Aware Reranking (Recall@5) and the classifier
 
 # %%
-t6 = tables.table6(cands, best)
+t6 = tables.table6(cands, best, per_query)
 for label, vals in t6.items():
     tables.record(rec, "6", label, vals, n_queries, names=tables.COLS6)
 acc = tables.classifier_accuracy(cands)
@@ -264,7 +265,7 @@ print("classifier accuracy per subset:", {k: round(v, 3) for k, v in acc.items()
 # ## Table 7 — the extended API list (Recall@5, single-tool subsets)
 
 # %%
-t7 = tables.table7(cands, best)
+t7 = tables.table7(cands, best, per_query)
 for label, vals in t7.items():
     tables.record(rec, "7", label, vals, n_queries, names=tables.COLS7)
 tables.beside_paper(t7, "7", tables.COLS7, ["recall@5"])
@@ -379,11 +380,11 @@ tables.beside_paper(tt, "3", tables.COLS, ["ndcg@5", "recall@5"], label="ours (t
 # %%
 paper_t = tables.paper_tables(t3, t5, t6, t7)
 ours_claims = pd.DataFrame(analysis.claims(t3, t5, t6, t7, fig_rows,
-                                           per_query=tables.per_query(cands, best))).set_index("claim")
+                                           per_query=per_query)).set_index("claim")
 paper_claims = pd.DataFrame(analysis.claims(paper_t["t3"], paper_t["t5"], paper_t["t6"], paper_t["t7"])
-                            ).set_index("claim").drop(columns="p")
+                            ).set_index("claim").drop(columns=["p", "tests"])
 rec.extra["claims"] = ours_claims.reset_index().to_dict("records")
-ours_claims.join(paper_claims.add_suffix(" (paper)"))
+ours_claims.drop(columns="tests").join(paper_claims.add_suffix(" (paper)"))
 
 # %% [markdown]
 # ## Held-out draws: a property of ToolLens, or of one split?

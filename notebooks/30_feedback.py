@@ -170,7 +170,7 @@ claims = T.claims(llm_values)
 claims.insert(1, "paper", T.claims(T.paper_values(load_paper_numbers(T.PAPER))).holds)
 claims = claims.rename(columns={"holds": "here"})
 rec.extra["claims"] = claims.to_dict("records")
-claims
+claims.drop(columns="tests")
 
 # %% [markdown]
 # ## Reading

@@ -47,6 +47,7 @@ from toolkit.querygen.config import config_for
 from toolkit.report import side_by_side
 from toolkit.llm.models import canonical_id
 from toolkit.results import Recorder
+from toolkit.significance import within_noise
 
 cfg = config_for(profile, **overrides)
 rec = Recorder("40_querygen", profile, parameters={"overrides": overrides, **{k: str(v) for k, v in vars(cfg).items()}})
@@ -232,10 +233,11 @@ abl_s = E.ablation_setup(cfg, s)
 abl, abl_pending = E.ablations(cfg, abl_s)
 abl_methods = {T.ablation_method(tab, row): q for tab, rows in abl.items() for row, q in rows.items()}
 abl_values = E.evaluate_conditions(cfg, abl_s, abl_methods) if abl_methods else None
-abl_tables = {}
+abl_tables, abl_deltas = {}, [pd.DataFrame(columns=["table", "dataset", "method", "metric", "delta"])]
 for tab, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
     d = T.ablation_table(abl_values, tab, list(settings)) if abl_values is not None else pd.DataFrame()
     if len(d):
+        abl_deltas.append(d.assign(table=tab))
         T.record_ablation(rec, d, tab, note=f"one alignment iteration per row, n={cfg.ablation_test_requests} sample, greedy")
         if tab == "3":
             T.record_table3_settings(rec, cfg.align, sorted(set(d.method), key=list(settings).index))
@@ -244,6 +246,10 @@ if abl_tables:
     display(pd.concat(abl_tables, names=["table"]))
 else:
     print("no ablation row evaluated yet (`python -m toolkit.querygen ablate`)")
+abl_cost = T.ablation_cost(E.ablation_histories(cfg))
+rec.extra["ablation_cost"] = abl_cost.reset_index().to_dict("records")
+display(Markdown("What each row trained on (the mean reward is over all its drafts, in its own reward metric) and "
+                 "what its fine-tuning cost:"), abl_cost)
 
 # %% [markdown]
 # ## Table 6 — the paper's authored requests (App. D)
@@ -338,30 +344,32 @@ display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(c
 
 # %% [markdown]
 # The paper's claims, one row each, read off this run's values (*pending* while a method has not answered
-# every request of the LLM sample, or fewer than `align.iterations` iterations are complete); the `paper` column
-# applies the same test to the paper's own Tables 1-2. `p` is the two-sided randomization test
-# (`toolkit.significance`, 10,000 per-request swaps) of each paired difference the verdict rests on: on samples
-# of a few hundred requests, a yes or no whose p is above 0.05 is an ordering the data cannot tell from noise.
+# every request of the LLM sample, or fewer than `align.iterations` iterations are complete, or an ablation row is
+# missing); the `paper` column applies the same test to the paper's own Tables 1-5. The ablation rows (Tables 3-5)
+# compare one-iteration runs on `ablation_test_requests` requests per set with the baseline, the main run's first
+# iteration, on the same requests; the paper's own deltas there are a few tenths of a percent. `p` is the two-sided
+# randomization test (`toolkit.significance`, 10,000 per-request swaps) of each paired difference the verdict rests
+# on: on samples of a few hundred requests, a yes or no whose p is above 0.05 is an ordering the data cannot tell
+# from noise.
 
 # %%
-claims = T.claims(values, al.history, complete, cfg.align.iterations,
-                  {n: len(ds.queries) for n, ds in s.llm_tests.items()})
-on_paper = T.claims(T.paper_values(load_paper_numbers("querygen")), [], [], cfg.align.iterations,
-                    {n: 1 for n in s.llm_tests})                 # the same reading of the paper's Tables 1-2
+paper_numbers = load_paper_numbers("querygen")
+paper_deltas = paper_numbers[paper_numbers.table.isin(["3", "4", "5"])].rename(columns={"value": "delta"})
+claims = pd.concat([T.claims(values, al.history, complete, cfg.align.iterations,
+                             {n: len(ds.queries) for n, ds in s.llm_tests.items()}),
+                    T.ablation_claims(pd.concat(abl_deltas), abl_values)], ignore_index=True)
+on_paper = pd.concat([T.claims(T.paper_values(paper_numbers), [], [], cfg.align.iterations,
+                               {n: 1 for n in s.llm_tests}),    # the same reading of the paper's Tables 1-5
+                      T.ablation_claims(paper_deltas)], ignore_index=True)
 claims.insert(1, "paper", on_paper.holds.where(on_paper.holds != "pending", "stated (§4.4), no values printed"))
 claims = claims.rename(columns={"holds": "here"})
 rec.extra["claims"] = claims.to_dict("records")
-display(claims)
+display(claims.drop(columns="tests"))
 
 
-def _weak(p_text):
-    """the comparisons of a claim's p column with p >= 0.05"""
-    parts = [x.rsplit(" p=", 1) for x in p_text.split("; ") if " p=" in x]
-    return [f"{lab} (p={p})" for lab, p in parts if float(p) >= 0.05]
-
-
-notes = [f"- *{r.claim}*: **{r.here}**, but within noise: " + ", ".join(_weak(r.p))
-         for r in claims.itertuples() if r.here in ("yes", "no") and _weak(r.p)]
+notes = [f"- *{r.claim}*: **{r.here}**, but within noise: "
+         + ", ".join(f"{t['comparison']} (p={t['p']:.3f})" for t in within_noise(r.tests))
+         for r in claims.itertuples() if r.here in ("yes", "no") and within_noise(r.tests)]
 display(Markdown("Verdicts resting on a difference the sample cannot resolve (p ≥ 0.05):\n" + "\n".join(notes)
                  if notes else "Every decided verdict rests on differences with p < 0.05."))
 

@@ -237,3 +237,57 @@ def test_a_last_iteration_peak_is_tested_against_the_best_earlier_one():
     c = T.claims(pd.DataFrame(rows), [], [1, 2, 3], 3, {IN: 20, OUT: 20}).set_index("claim")
     peak = c.loc["out-of-domain recall@5 peaks before the last iteration (Fig. 4)"]
     assert peak.holds == "no" and peak.p.startswith("it1 vs it3 p=")
+
+
+def test_smoke_calibrates_on_the_standard_dev_sample():
+    # smoke replays the standard caches: on a smaller dev sample its calibration could pick a temperature
+    # whose test answers were never generated, and its SFT rows would fall back or vanish
+    from toolkit.querygen.config import config_for
+    smoke, standard = config_for("smoke"), config_for("standard")
+    assert (smoke.dev_requests, smoke.temperatures, smoke.sample_seed) == \
+        (standard.dev_requests, standard.temperatures, standard.sample_seed)
+    assert smoke.test_requests < standard.test_requests
+
+
+def test_ablation_claims_hold_on_the_paper_s_deltas_and_test_each_row_against_its_baseline():
+    from toolkit.compare import load_paper_numbers
+    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    pn = load_paper_numbers("querygen")
+    paper = T.ablation_claims(pn[pn.table.isin(["3", "4", "5"])].rename(columns={"value": "delta"}))
+    assert list(paper.holds) == ["yes", "yes", "yes"] and (paper.p == "").all()
+    # ours: every Table 3 row and the MAP reward; the MAP row is far above the baseline, the rest equal it
+    qs = [f"q{i}" for i in range(40)]
+    low = {q: float(i % 2) for i, q in enumerate(qs)}
+    high = {q: 1.0 for q in qs}
+    rows = []
+    for tab, settings in (("3", TABLE3_SETTINGS), ("4", dict(list(TABLE4_SETTINGS.items())[:2]))):
+        for row in settings:
+            pq = high if "MAP" in row else low
+            for ds in (IN, OUT):
+                rows.append({"dataset": ds, "method": T.ablation_method(tab, row), "utterance": True, "sample": "llm",
+                             "metric": "recall@5", "value": sum(pq.values()) / 40, "n": 40, "per_query": pq})
+    v = pd.DataFrame(rows)
+    deltas = pd.concat([T.ablation_table(v, tab, list(s)).assign(table=tab)
+                        for tab, s in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS))])
+    c = T.ablation_claims(deltas, v).set_index(T.ablation_claims(deltas, v).claim.str[:10]).drop(columns="claim")
+    t3, t4, t5 = c.iloc[0], c.iloc[1], c.iloc[2]
+    assert t3.holds == "no" and len(t3.tests) == 8 and all(t["p"] == 1.0 for t in t3.tests)   # ties: not lower
+    assert t4.holds == "pending" and "Avg(Recall@5,Recall@11) reward) pending" in t4.evidence and t4.p == ""
+    assert t5.holds == "pending"
+    # the MAP row alone, its recall row present: the claim fails, and its test says the gap is real
+    v4 = pd.concat([v, v[v.method == T.ablation_method("4", "Alignment (MAP reward)")].assign(
+        method=T.ablation_method("4", "Alignment (Avg(Recall@5,Recall@11) reward)"))])
+    d4 = T.ablation_table(v4, "4", list(TABLE4_SETTINGS)).assign(table="4")
+    r4 = T.ablation_claims(d4, v4).iloc[1]
+    assert r4.holds == "no" and r4.tests[0]["comparison"] == "Alignment (MAP reward) vs baseline in-domain"
+    assert r4.tests[0]["diff"] == pytest.approx(0.5) and r4.tests[0]["p"] < 0.01
+
+
+def test_ablation_cost_lists_each_row_s_kept_drafts_and_training():
+    hist = {"3": {"Baseline": {"iteration": 1, "drafts": 1500, "kept": 298, "mean": 0.27, "train_seconds": 524.0,
+                               "train_tokens_per_s": 142.3, "train_final_loss": 1.17},
+                  "Increased threshold": {"iteration": 1, "drafts": 1500, "kept": 120, "mean": 0.27}}}
+    t = T.ablation_cost(hist)
+    assert list(t.index) == [("3", "Baseline"), ("3", "Increased threshold")]
+    assert t.loc[("3", "Increased threshold"), "kept"] == 120 and pd.isna(t.loc[("3", "Increased threshold"), "training s"])
+    assert T.ablation_cost({}).empty

@@ -33,6 +33,19 @@ def test_p_value_agrees_with_scipys_paired_permutation_test():
     assert paired_randomization(a, b, n_permutations=20_000).p == pytest.approx(ref, abs=0.02)
 
 
+def test_p_value_agrees_with_ranx_and_unlike_ranx_repeats_exactly():
+    from ranx.statistical_tests import fisher_randomization_test
+    a, b = _systems(0.03, seed=1)
+    qids = sorted(a)
+    x, y = np.array([a[q] for q in qids]), np.array([b[q] for q in qids])
+    ref, _ = fisher_randomization_test(x, y, 20_000, 0.05, 42)
+    t = paired_randomization(a, b, n_permutations=20_000)
+    assert t.p == pytest.approx(ref, abs=0.02)
+    # a claims table prints the same p on every run (ranx's numba threads do not: see the module docstring)
+    assert [paired_randomization(a, b).p for _ in range(3)] == [paired_randomization(a, b).p] * 3
+    assert paired_randomization(a, b, seed=7).p != paired_randomization(a, b, seed=8).p   # the seed is used
+
+
 def test_identical_systems_give_p_one():
     a, _ = _systems(0.0)
     assert paired_randomization(a, dict(a)).p == 1.0
@@ -72,3 +85,19 @@ def test_the_macro_test_weights_each_group_equally_and_agrees_with_scipy():
         macro_paired_randomization(a, {"small": small_a})
     with pytest.raises(ValueError, match="in group 'big'"):
         macro_paired_randomization(a, {"small": small_a, "big": {"q0": 0.0}})
+
+
+def test_compared_is_the_claims_tables_record_of_a_test():
+    from toolkit.significance import compared, p_text, within_noise
+    a = {f"q{i}": 1.0 for i in range(30)}
+    b = {f"q{i}": float(i % 2) for i in range(30)}
+    t = compared("A vs B", a, b)
+    assert t["comparison"] == "A vs B" and t["n"] == 30 and t["diff"] == pytest.approx(0.5)
+    assert t["p"] == paired_randomization(a, b).p < 0.01
+    # groups: the macro test, each group weighted equally
+    m = compared("A vs B", {"g1": a, "g2": dict(b)}, {"g1": b, "g2": dict(b)})
+    assert m["diff"] == pytest.approx(0.25) and m["p"] == macro_paired_randomization({"g1": a, "g2": b},
+                                                                                         {"g1": b, "g2": b}).p
+    tie = compared("C vs D", b, dict(b))
+    assert p_text([t, tie]) == f"A vs B p={t['p']:.3f}; C vs D p=1.000"
+    assert within_noise([t, tie]) == [tie] and p_text([]) == ""

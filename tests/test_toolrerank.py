@@ -469,8 +469,10 @@ def test_claims_give_the_macro_randomization_p_value_with_per_query_values():
     rows = {c["claim"].split(" (")[0]: c for c in claims(t3, {}, {}, {}, per_query=pq)}
     helps = rows["reranking helps"]
     assert helps["holds"] == "no"                                 # Rerank-30/50 equal DPR, not above
-    parts = dict(x.rsplit(" p=", 1) for x in helps["p"].split("; "))
-    assert float(parts["Rerank-10 vs DPR"]) < 0.01 and float(parts["Rerank-30 vs DPR"]) == 1.0
+    parts = {t["comparison"]: t for t in helps["tests"]}
+    assert parts["Rerank-10 vs DPR"]["p"] < 0.01 and parts["Rerank-30 vs DPR"]["p"] == 1.0
+    assert parts["Rerank-10 vs DPR"]["diff"] == pytest.approx(mean(up) - mean(base))
+    assert helps["p"].startswith("Rerank-10 vs DPR p=0.0")                  # the column formatted from the tests
     assert rows["ToolRerank > every Rerank-m"]["p"] == "ToolRerank vs Rerank-10 p=1.000"   # a tie: no difference
     assert claims(t3, {}, {}, {})[0]["p"] == ""                   # no per-query values: no p
 
@@ -482,11 +484,16 @@ def test_table_functions_on_a_toy_candidate_set():
     cands = {name: good for name in SUBSETS}
     best = ToolRerankConfig(m_s=3, m_u=6)
     bm25 = {name: {"ndcg@5": 0.1, "recall@5": 0.2} for name in SUBSETS}
-    t3 = tables.table3(cands, bm25, best)
+    pq = {}
+    t3 = tables.table3(cands, bm25, best, per_query=pq)
     assert list(t3) == ["BM25", "DPR", "Rerank-10", "Rerank-30", "Rerank-50", "ToolRerank"]
     assert t3["BM25"]["all-avg"]["recall@5"] == pytest.approx(0.2)
     assert t3["DPR"] == tables.values(cands, "dpr")
-    assert len(tables.table5(cands, best)) == 9 and len(tables.table6(cands, best)) == 5
+    # the per-query values come from the same evaluation: their means are the table's cells
+    assert set(pq) == set(t3) - {"BM25"} and set(pq["DPR"]) == set(SUBSETS)
+    assert all(np.mean(list(pq[m][g].values())) == t3[m][g]["recall@5"] for m in pq for g in SUBSETS)
+    assert len(tables.table5(cands, best, pq)) == 9 and len(tables.table6(cands, best, pq)) == 5
+    assert set(pq) == set(tables.methods(best)) | set(tables.methods5(best)) | set(tables.methods6(best))
     t7 = tables.table7(cands, best)
     assert all(set(v) == set(SINGLE_SUBSETS) | {"single-avg"} for v in t7.values())
     # the classifier's accuracy: both right, then q1 (one tool) called multi-tool

@@ -1,19 +1,25 @@
 """Is a difference between two systems on the same queries more than noise?
 
 Fisher's (approximate) randomization test, two-sided, as recommended for IR evaluation by Smucker,
-Allan & Carterette (CIKM 2007), through ranx's implementation
-(``ranx.statistical_tests.fisher_randomization_test``). Under the null hypothesis the two systems'
-scores on each query are exchangeable; the p-value is the share of random per-query swaps whose
-absolute difference of means reaches the observed one:
+Allan & Carterette (CIKM 2007). Under the null hypothesis the two systems' scores on each query are
+exchangeable; swapping them flips the sign of that query's difference, and the p-value is the share
+of random sign flips whose absolute mean difference reaches the observed one:
 
-    p = (1/P) * sum_{i=1..P} [ |mean(a^(i)) - mean(b^(i))| >= |mean(a) - mean(b)| ]
+    p = (1/P) * sum_{i=1..P} [ |sum_q w_q s_q^(i) d_q| >= |sum_q w_q d_q| ],   d_q = a_q - b_q,  s_q^(i) = +-1
+
+with w_q = 1/n for a plain mean.
 
     t = paired_randomization(per_query["A"], per_query["B"])     # {qid: score} each, same qids
     t.diff, t.p
 
 Averages over groups (a paper's "Average" column: the mean of per-subset means) weight each query
-by 1 / (G * n_g); :func:`macro_paired_randomization` tests that statistic with the same per-query
-swaps (each query's sign flipped at random, weighted, vectorised in numpy; ranx's test has no weights).
+by 1 / (G * n_g); :func:`macro_paired_randomization` tests that statistic with the same sign flips.
+
+Why not ranx's ``fisher_randomization_test``: it draws its swaps in numba ``prange`` threads, whose
+random states its ``random_seed`` does not reach, so the same call returns different p-values
+(0.595 / 0.604 / 0.601 / 0.596 on one pair of 30-query systems). A claims table must print the same
+p on every run; the numpy version here is seeded and vectorised, and tests/test_significance.py
+checks it against scipy's permutation test and ranx's.
 
 The test only says whether the two systems differ on *these* queries; with the 200-request samples of
 the LLM conditions a Recall@5 difference of a few hundredths is often within noise, which is what
@@ -48,6 +54,21 @@ def _check(a: Mapping, b: Mapping, n_permutations: int, what: str = "") -> None:
         raise ValueError(f"paired_randomization: n_permutations must be >= 1, got {n_permutations}")
 
 
+def _sign_flip_p(wd: np.ndarray, n_permutations: int, seed: int) -> float:
+    """share of random sign flips of the weighted differences ``wd`` whose |sum| reaches the observed"""
+    observed = abs(wd.sum())
+    if not np.any(wd):
+        return 1.0                    # every flip reproduces the observed difference of 0
+    rng = np.random.default_rng(seed)
+    hits, done = 0, 0
+    while done < n_permutations:      # batches keep the sign matrix small
+        m = min(2_000, n_permutations - done)
+        signs = rng.integers(0, 2, size=(m, wd.size), dtype=np.int8) * 2 - 1
+        hits += int((np.abs(signs @ wd) >= observed - 1e-12).sum())
+        done += m
+    return hits / n_permutations
+
+
 def paired_randomization(a: Mapping[str, float], b: Mapping[str, float], n_permutations: int = 10_000,
                          seed: int = 42) -> PairedTest:
     """Two-sided randomization test of ``mean(a) - mean(b)`` over the queries both hold. ``a`` and
@@ -57,11 +78,7 @@ def paired_randomization(a: Mapping[str, float], b: Mapping[str, float], n_permu
     qids = sorted(a)
     x = np.array([a[q] for q in qids], dtype=np.float64)
     y = np.array([b[q] for q in qids], dtype=np.float64)
-    if np.array_equal(x, y):
-        p = 1.0                       # every swap reproduces the observed difference of 0
-    else:
-        from ranx.statistical_tests import fisher_randomization_test
-        p, _ = fisher_randomization_test(x, y, n_permutations, 0.05, seed)
+    p = _sign_flip_p((x - y) / len(qids), n_permutations, seed)
     return PairedTest(n=len(qids), mean_a=float(x.mean()), mean_b=float(y.mean()), diff=float(x.mean() - y.mean()),
                       p=float(p))
 
@@ -85,18 +102,25 @@ def macro_paired_randomization(a: Mapping[str, Mapping[str, float]], b: Mapping[
         w.append(np.full(len(qids), 1.0 / (len(a) * len(qids))))
         ma += x.mean() / len(a)
         mb += y.mean() / len(a)
-    wd = np.concatenate(w) * np.concatenate(d)
-    observed = abs(wd.sum())
-    if not np.any(wd):
-        p = 1.0
-    else:
-        rng = np.random.default_rng(seed)
-        hits, done = 0, 0
-        while done < n_permutations:            # batches keep the sign matrix small
-            m = min(2_000, n_permutations - done)
-            signs = rng.integers(0, 2, size=(m, wd.size), dtype=np.int8) * 2 - 1
-            hits += int((np.abs(signs @ wd) >= observed - 1e-12).sum())
-            done += m
-        p = hits / n_permutations
+    p = _sign_flip_p(np.concatenate(w) * np.concatenate(d), n_permutations, seed)
     n = sum(len(v) for v in a.values())
     return PairedTest(n=n, mean_a=float(ma), mean_b=float(mb), diff=float(ma - mb), p=float(p))
+
+
+def compared(label: str, a: Mapping, b: Mapping, n_permutations: int = 10_000, seed: int = 42) -> dict:
+    """One comparison of a claims table as data: ``{"comparison": label, "n", "mean_a", "mean_b", "diff",
+    "p"}``. ``a`` and ``b`` are ``{qid: score}`` (:func:`paired_randomization`) or ``{group: {qid: score}}``
+    (:func:`macro_paired_randomization`, the mean of per-group means)."""
+    macro = any(isinstance(v, Mapping) for v in a.values())
+    t = (macro_paired_randomization if macro else paired_randomization)(a, b, n_permutations, seed)
+    return {"comparison": label, "n": t.n, "mean_a": t.mean_a, "mean_b": t.mean_b, "diff": t.diff, "p": t.p}
+
+
+def p_text(tests: list[dict]) -> str:
+    """``"A vs B p=0.012; C vs D p=0.431"``: the claims tables' ``p`` column, formatted from :func:`compared`."""
+    return "; ".join(f"{t['comparison']} p={t['p']:.3f}" for t in tests)
+
+
+def within_noise(tests: list[dict], alpha: float = 0.05) -> list[dict]:
+    """The comparisons whose difference the sample cannot resolve (p >= ``alpha``)."""
+    return [t for t in tests if t["p"] >= alpha]

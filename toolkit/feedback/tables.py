@@ -128,8 +128,9 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     8. embedding size 768 is the best of Table 7's sizes (§5.3: "we recommend ... 768").
 
     Column ``p``: the two-sided randomization p-value (:mod:`toolkit.significance`) of each paired
-    comparison a verdict rests on, where both rows carry per-query values on the same queries."""
-    from toolkit.significance import paired_randomization
+    comparison a verdict rests on, where both rows carry per-query values on the same queries; column
+    ``tests``: the same comparisons as data (:func:`toolkit.significance.compared`)."""
+    from toolkit.significance import compared, p_text
     out = []
 
     def cell(table, label, method, what=metric):
@@ -141,17 +142,19 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
         return None if c is None or pd.isna(c.value) else float(c.value)
 
     def p_of(table, label, a, b):
+        """the paired test of rows a, b of ``table`` on ``label``; None without per-query values"""
         ca, cb = cell(table, label, a), cell(table, label, b)
         if ca is None or cb is None or "per_query" not in values:
-            return ""
+            return None
         pa, pb = ca.get("per_query"), cb.get("per_query")
         if not isinstance(pa, dict) or not isinstance(pb, dict) or set(pa) != set(pb) or not pa:
-            return ""
-        return f"{a} vs {b}{' ' + label if label != 'I2' or table in '23' else ''} p={paired_randomization(pa, pb).p:.3f}"
+            return None
+        return compared(f"{a} vs {b}{' ' + label if label != 'I2' or table in '23' else ''}", pa, pb)
 
-    def row(claim, holds, evidence, p=""):
+    def row(claim, holds, evidence, tests=()):
+        tests = [t for t in tests if t] if holds is not None else []
         out.append({"claim": claim, "holds": "pending" if holds is None else ("yes" if holds else "no"),
-                    "evidence": evidence, "p": p if holds is not None else ""})
+                    "evidence": evidence, "p": p_text(tests), "tests": tests})
 
     def baseline(table, label):
         """the fine-tuned retriever on Ours' queries"""
@@ -167,7 +170,7 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     row(f"feedback beats the fine-tuned retriever on every in-domain group ({metric}, Table 2)",
         all(o > t for o, t in pairs.values()) if done else None,
         "; ".join(f"{g}: Ours {fmt(o)} vs ToolRetriever {fmt(t)}" for g, (o, t) in pairs.items()),
-        "; ".join(x for x in (p_of("2", g, "Ours", baseline("2", g)) for g in groups) if x))
+        [p_of("2", g, "Ours", baseline("2", g)) for g in groups])
     gain = {g: val("2", g, "% improve") for g in ("I1", "I2")}
     row(f"the gain is larger on multi-tool I2 than on single-tool I1 (% improve {metric}, Table 2)",
         gain["I2"] > gain["I1"] if None not in gain.values() else None,
@@ -175,13 +178,13 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     o, t = val("3", "UltraTool", "Ours"), val("3", "UltraTool", baseline("3", "UltraTool"))
     row(f"feedback beats the fine-tuned retriever out-of-domain (UltraTool {metric}, Table 3)",
         o > t if None not in (o, t) else None, f"Ours {fmt(o)} vs ToolRetriever {fmt(t)}",
-        p_of("3", "UltraTool", "Ours", baseline("3", "UltraTool")))
+        [p_of("3", "UltraTool", "Ours", baseline("3", "UltraTool"))])
     rounds = sorted({m for m in values[values.table == "5"].method}, key=lambda m: int(m.split("T=")[1].rstrip(")")))
     r = [val("5", "I2", m) for m in rounds]
     ok = None if len(r) < 2 or None in r else all(b > a for a, b in zip(r, r[1:]))
     row(f"{metric} rises with every round (Table 5)", ok, " → ".join(f"{m.split('(')[1].rstrip(')')} {fmt(x)}"
                                                                       for m, x in zip(rounds, r)) or "no round yet",
-        "; ".join(x for x in (p_of("5", "I2", b, a) for a, b in zip(rounds, rounds[1:])) if x))
+        [p_of("5", "I2", b, a) for a, b in zip(rounds, rounds[1:])])
     sec = [val("5", "I2", m, "seconds_per_instruction") for m in rounds]
     extra = [b - a for a, b in zip([0.0] + sec, sec)] if sec and None not in sec else []
     row("each further round costs fewer extra LLM seconds per instruction (Table 5)",
@@ -192,11 +195,11 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     ok = None if ours4 is None or None in abl.values() else all(x < ours4 for x in abl.values())
     row(f"removing warm-up, hard negatives, or joint loss and hard negatives lowers {metric} (Table 4)", ok,
         f"Ours {fmt(ours4)}; " + ", ".join(f"{m} {fmt(x)}" for m, x in abl.items()),
-        "; ".join(x for x in (p_of("4", "I2", "Ours", m) for m in abl) if x))
+        [p_of("4", "I2", "Ours", m) for m in abl])
     b, rb = val("6", "I2", "Ours (BERT-based)"), val("6", "I2", "Ours (RoBERTa-based)")
     row(f"the RoBERTa-class base beats the BERT-class one (Table 6; here mpnet vs MiniLM, {metric})",
         rb > b if None not in (b, rb) else None, f"BERT-class {fmt(b)}, RoBERTa-class {fmt(rb)}",
-        p_of("6", "I2", "Ours (RoBERTa-based)", "Ours (BERT-based)"))
+        [p_of("6", "I2", "Ours (RoBERTa-based)", "Ours (BERT-based)")])
     sizes = {m: val("7", "I2", m) for m in sorted({m for m in values[values.table == "7"].method},
                                                    key=lambda m: int(m.split("dim=")[1].rstrip(")")))}
     done = len(sizes) >= 2 and None not in sizes.values() and "Ours (dim=768)" in sizes
@@ -204,8 +207,8 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     rival = (best if best != "Ours (dim=768)" else max((m for m in sizes if m != best), key=sizes.get)) if done else None
     row(f"embedding size 768 is the best of Table 7's sizes ({metric})", best == "Ours (dim=768)" if done else None,
         ", ".join(f"{m.split('=')[1].rstrip(')')} {fmt(x)}" for m, x in sizes.items()) or "no size yet",
-        p_of("7", "I2", "Ours (dim=768)", rival) if done else "")
-    return pd.DataFrame(out, columns=["claim", "holds", "evidence", "p"])
+        [p_of("7", "I2", "Ours (dim=768)", rival)] if done else [])
+    return pd.DataFrame(out, columns=["claim", "holds", "evidence", "p", "tests"])
 
 
 def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:

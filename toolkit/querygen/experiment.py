@@ -90,16 +90,18 @@ def align_model_id(cfg: QuerygenConfig, iteration: int) -> str:
     return f"gguf:querygen-align-{cfg.align.tag()}-it{iteration}.gguf"
 
 
-def align_history(cfg: QuerygenConfig) -> list[dict]:
+def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
     """Per iteration: reward distribution of the drafts, drafts kept, stage timings (written by
     ``python -m toolkit.querygen align`` beside its answers); [] before the first iteration ends.
+    ``align_cfg``: another alignment configuration than ``cfg.align`` (an ablation row's).
     A run that resumed with cached drafts measured only the drafts it generated: where the sampling
     model's response cache holds more, the timing comes from its per-answer times (``draft_timing``)."""
     import json
 
     from toolkit.llm.client import default_cache_root
     from toolkit.llm.models import gguf_path
-    p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{cfg.align.tag()}.history.json"
+    tag = (align_cfg or cfg.align).tag()
+    p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{tag}.history.json"
     history = json.loads(p.read_text())["history"] if p.is_file() else []
     out = []
     for rec in history:
@@ -190,6 +192,22 @@ def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]]
                     pending.append({"method": f"Table {table}: {row}", "set": name, "cached": len(got),
                                     "needed": len(ds.queries), "why": "python -m toolkit.querygen ablate"})
     return out, pending
+
+
+def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:
+    """Tables 3-5: each row's one-iteration history record (drafts kept, their rewards, fine-tuning
+    time), ``{table: {row: record}}``; the baseline rows are the main run's first iteration; rows
+    not run yet are left out."""
+    from dataclasses import replace
+
+    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    out: dict[str, dict[str, dict]] = {}
+    for table, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
+        for row, change in settings.items():
+            h = align_history(cfg, replace(cfg.align, **change))
+            if h:
+                out.setdefault(table, {})[row] = h[0]
+    return out
 
 
 def authored_queries(cfg: QuerygenConfig, s: Setup, zs: Generated, ft: Generated, align_iteration: int | None,

@@ -233,6 +233,17 @@ def ablation_table(values: pd.DataFrame, table: str, rows: list[str]) -> pd.Data
     return pd.DataFrame(out, columns=["dataset", "method", "metric", "delta", "n"])
 
 
+def ablation_cost(histories: dict[str, dict[str, dict]]) -> pd.DataFrame:
+    """Per ablation row (:func:`toolkit.querygen.experiment.ablation_histories`): the drafts its filter
+    kept, their mean reward, and the fine-tuning's wall time and tokens/s. The drafts are the main run's
+    first-iteration drafts except for the intent row, which samples its own."""
+    cols = {"drafts": "drafts", "kept": "kept", "mean": "mean draft reward", "train_seconds": "training s",
+            "train_tokens_per_s": "training tokens/s", "train_final_loss": "final loss"}
+    rows = [{"table": tab, "row": row, **{v: h.get(k) for k, v in cols.items()}}
+            for tab, rs in histories.items() for row, h in rs.items()]
+    return pd.DataFrame(rows, columns=["table", "row", *cols.values()]).set_index(["table", "row"])
+
+
 def record_ablation(rec, deltas: pd.DataFrame, table: str, note: str = "") -> None:
     for r in deltas.itertuples():
         rec.add(paper=PAPER, table=table, dataset=r.dataset, method=r.method, metric=r.metric, value=r.delta,
@@ -275,17 +286,18 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     comparison the verdict rests on, when ``values`` has a ``per_query`` column: claims 1-2 the named
     method against the best other one, 3-4 the two conditions on each set, 7 every consecutive pair
     of iterations, 8 the peak against the last iteration; blank where the claim is not one paired
-    difference (5, 6).
+    difference (5, 6). Column ``tests``: the same comparisons as data (:func:`toolkit.significance.compared`).
 
     :func:`paper_values` turns the paper's Tables 1-2 into the same long table, so claims 1-5 can be
     checked on the paper's own numbers (the paper prints no values for Figure 4)."""
-    from toolkit.significance import paired_randomization
+    from toolkit.significance import compared, p_text
     IN, OUT = "querygen-in-domain", "querygen-out-of-domain"
     rows = []
 
-    def row(claim, holds, evidence, p=""):
+    def row(claim, holds, evidence, tests=()):
+        tests = [t for t in tests if t] if holds != "pending" else []
         rows.append({"claim": claim, "holds": holds if holds == "pending" else ("yes" if holds else "no"),
-                     "evidence": evidence, "p": p if holds != "pending" else ""})
+                     "evidence": evidence, "p": p_text(tests), "tests": tests})
 
     def cell(method, ds, utterance=True):
         v = values[(values.dataset == ds) & (values.method == method) & (values.utterance == utterance)
@@ -299,13 +311,12 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
         return None if c is None else float(c.value)
 
     def p_of(label, a, b):
-        """'label p=0.012' for cells a, b (method, ds, utterance); '' without per-query values."""
+        """the paired test of cells a, b (method, ds, utterance); None without per-query values"""
         ca, cb = cell(*a), cell(*b)
         if ca is None or cb is None or "per_query" not in values or not isinstance(ca.per_query, dict):
-            return ""
+            return None
         common = set(ca.per_query) & set(cb.per_query)
-        t = paired_randomization({q: ca.per_query[q] for q in common}, {q: cb.per_query[q] for q in common})
-        return f"{label} p={t.p:.3f}"
+        return compared(label, {q: ca.per_query[q] for q in common}, {q: cb.per_query[q] for q in common})
 
     def fmt(d):
         return ", ".join(f"{m} {x:.3f}" if x is not None else f"{m} pending" for m, x in d.items())
@@ -316,16 +327,16 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     for ds, label, winner in ((IN, "in-domain", "SFT"), (OUT, "out-of-domain", "Alignment")):
         d = {m: val(m, ds) for m in METHODS}
         ok = "pending" if None in d.values() else max(d, key=d.get) == winner
-        p = ""
+        p = None
         if ok != "pending":
             other = max((m for m in METHODS if m != winner), key=d.get)
             p = p_of(f"{winner} vs {other}", (winner, ds), (other, ds))
-        row(f"{winner} is the best method {label} ({metric})", ok, fmt(d), p)
+        row(f"{winner} is the best method {label} ({metric})", ok, fmt(d), [p])
     d = {(ds, m): val(m, ds) for ds in (IN, OUT) for m in ("Utterance", "Zero-Shot")}
     ok = "pending" if None in d.values() else all(d[ds, "Zero-Shot"] < d[ds, "Utterance"] for ds in (IN, OUT))
     row("zero-shot is below the utterance on both test sets", ok,
         "; ".join(f"{short(ds)}: " + fmt({m: d[ds, m] for m in ("Utterance", "Zero-Shot")}) for ds in (IN, OUT)),
-        "; ".join(x for x in (p_of(short(ds), ("Zero-Shot", ds), ("Utterance", ds)) for ds in (IN, OUT)) if x))
+        [p_of(short(ds), ("Zero-Shot", ds), ("Utterance", ds)) for ds in (IN, OUT)])
     drops = {ds: {m: (None if val(m, ds, False) is None or val(m, ds) is None else val(m, ds, False) - val(m, ds))
                   for m in METHODS[1:]} for ds in (IN, OUT)}
 
@@ -335,7 +346,7 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     zs = [drops[ds]["Zero-Shot"] for ds in (IN, OUT)]
     row("appending the utterance helps zero-shot on both test sets (Table 2: dropping it lowers it)",
         "pending" if None in zs else all(x < 0 for x in zs), drop_text(["Zero-Shot"]),
-        "; ".join(x for x in (p_of(short(ds), ("Zero-Shot", ds, False), ("Zero-Shot", ds)) for ds in (IN, OUT)) if x))
+        [p_of(short(ds), ("Zero-Shot", ds, False), ("Zero-Shot", ds)) for ds in (IN, OUT)])
     ft = [drops[ds][m] for ds in (IN, OUT) for m in ("SFT", "Alignment")]
     row("the utterance helps SFT and alignment less in-domain than out-of-domain (Table 2)",
         "pending" if None in ft else all(drops[IN][m] > drops[OUT][m] for m in ("SFT", "Alignment")),
@@ -357,11 +368,11 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
              # the peak against the last iteration; when the last is the peak, the best earlier one against it
              lambda s: [(its[max(range(len(s) - 1), key=lambda i: (s[i], -i))], its[-1])])):
         s = list(f[ds]) if ds in f else []
-        p = "; ".join(x for x in (p_of(f"it{a} vs it{b}", (f"Alignment it{b}", ds), (f"Alignment it{a}", ds))
-                                  for a, b in pairs(s) if a != b) if x) if done else ""
+        p = [p_of(f"it{a} vs it{b}", (f"Alignment it{a}", ds), (f"Alignment it{b}", ds))
+             for a, b in pairs(s) if a != b] if done else []
         row(claim, test(s) if done else "pending",
             " → ".join(f"it{it} {x:.3f}" for it, x in zip(f.index, s)) or "no complete iteration yet", p)
-    return pd.DataFrame(rows, columns=["claim", "holds", "evidence", "p"])
+    return pd.DataFrame(rows, columns=["claim", "holds", "evidence", "p", "tests"])
 
 
 def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:
@@ -378,3 +389,55 @@ def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:
             rows.append({"dataset": key[0], "method": key[1], "utterance": False, "sample": "llm", "metric": key[2],
                          "value": with_utt[key] + float(r.value), "n": 1})
     return pd.DataFrame(rows)
+
+
+ABLATION_CLAIMS = {
+    "3": "every change of the rejection-sampling filter lowers {m} on both test sets (Table 3, App. B.2)",
+    "4": "the MMRR reward beats MAP and mean recall on both test sets (Table 4, App. B.3)",
+    "5": "generating tool descriptions beats generating intents on both test sets (Table 5, App. C)",
+}
+
+
+def ablation_claims(deltas: pd.DataFrame, values: pd.DataFrame | None = None, metric: str = "recall@5",
+                    datasets=("querygen-in-domain", "querygen-out-of-domain")) -> pd.DataFrame:
+    """The paper's reading of its ablations (Tables 3-5), one row per table: each table's first row (the
+    baseline) is above every other row on both test sets. ``deltas``: columns table, dataset, method,
+    metric (``delta_<metric>``), delta (each row minus the baseline: :func:`ablation_table` with a
+    ``table`` column, or the paper's printed deltas). A table with a row or set missing is pending.
+
+    With ``values`` (:func:`toolkit.querygen.experiment.evaluate_conditions` of the ablation methods,
+    ``per_query`` column) each comparison of a row with its baseline gets its randomization test
+    (columns ``p`` and ``tests``, as in :func:`claims`)."""
+    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    from toolkit.significance import compared, p_text
+    settings = {"3": TABLE3_SETTINGS, "4": TABLE4_SETTINGS, "5": TABLE5_SETTINGS}
+    d = deltas[deltas.metric == f"delta_{metric}"].set_index(["table", "dataset", "method"]).delta
+
+    def test(table, row, ds):
+        if values is None or "per_query" not in values:
+            return None
+        pq = {}
+        for r in (list(settings[table])[0], row):
+            v = values[(values.method == ablation_method(table, r)) & (values.dataset == ds) & values.utterance
+                       & (values.metric == metric) & (values["sample"] == "llm")]
+            if not len(v) or not isinstance(v.per_query.iloc[0], dict):
+                return None
+            pq[r] = v.per_query.iloc[0]
+        base, other = pq.values()
+        common = set(base) & set(other)
+        return compared(f"{row} vs baseline {ds.split('-', 1)[1]}", {q: other[q] for q in common},
+                        {q: base[q] for q in common})
+
+    rows = []
+    for table, rows_ in settings.items():
+        others = list(rows_)[1:]
+        got = {(ds, r): d.get((table, ds, r)) for ds in datasets for r in others}
+        done = None not in got.values()
+        tests = [t for t in (test(table, r, ds) for ds in datasets for r in others) if t] if done else []
+        rows.append({"claim": ABLATION_CLAIMS[table].format(m=metric.replace("recall", "Recall")),
+                     "holds": ("yes" if all(x < 0 for x in got.values()) else "no") if done else "pending",
+                     "evidence": "; ".join(f"{ds.split('-', 1)[1]}: " + ", ".join(
+                         f"{r} {'pending' if got[ds, r] is None else f'{got[ds, r]:+.3f}'}" for r in others)
+                         for ds in datasets),
+                     "p": p_text(tests), "tests": tests})
+    return pd.DataFrame(rows, columns=["claim", "holds", "evidence", "p", "tests"])

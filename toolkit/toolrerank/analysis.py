@@ -167,25 +167,26 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
     6. the extended list helps only for unseen tools (Table 7): unseen-only is the best row.
     Rows whose inputs are missing (e.g. the paper has no Figure 1(a) numbers) are left out.
 
-    With ``per_query`` (``{row label: {subset: {qid: metric}}}``, :func:`tables.per_query`) each row gets
+    With ``per_query`` (``{row label: {subset: {qid: metric}}}``, filled by :func:`tables.table3` ... ``table7``) each row gets
     ``p``: the randomization p-value (:func:`toolkit.significance.macro_paired_randomization`, on the
-    average the claim reads) of each comparison its verdict rests on; blank for Figure 1(a)."""
-    from toolkit.significance import macro_paired_randomization
+    average the claim reads) of each comparison its verdict rests on; blank for Figure 1(a). ``tests``: the
+    same comparisons as data (:func:`toolkit.significance.compared`)."""
+    from toolkit.significance import compared, p_text
 
     from .tables import AVERAGES
     out = []
 
     def p_of(a, b, avg="all-avg"):
+        """the paired test of rows a, b on the macro average ``avg``; None without per-query values"""
         if not per_query or a not in per_query or b not in per_query:
-            return ""
+            return None
         groups = AVERAGES[avg]
         if not all(g in per_query[a] and g in per_query[b] for g in groups):
-            return ""
-        t = macro_paired_randomization({g: per_query[a][g] for g in groups}, {g: per_query[b][g] for g in groups})
-        return f"{a} vs {b} p={t.p:.3f}"
+            return None
+        return compared(f"{a} vs {b}", {g: per_query[a][g] for g in groups}, {g: per_query[b][g] for g in groups})
 
     def ps(*items):
-        return "; ".join(x for x in items if x)
+        return [x for x in items if x]
 
     def v(t, m, col="all-avg"):
         try:
@@ -194,8 +195,10 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
             return None
         return None if x is None or x != x else float(x)
 
-    def row(claim, holds, evidence, p=""):
-        out.append({"claim": claim, "holds": "yes" if holds else "no", "evidence": evidence, "p": p})
+    def row(claim, holds, evidence, tests=()):
+        tests = [t for t in tests if t]
+        out.append({"claim": claim, "holds": "yes" if holds else "no", "evidence": evidence, "p": p_text(tests),
+                    "tests": tests})
 
     dpr, rr = v(t3, "DPR"), {m: v(t3, m) for m in ("Rerank-10", "Rerank-30", "Rerank-50")}
     tr = v(t3, "ToolRerank")
@@ -206,7 +209,7 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
         if tr is not None:
             top = max(rr, key=rr.get)
             row("ToolRerank > every Rerank-m (all-avg)", all(tr > x for x in rr.values()),
-                f"ToolRerank {tr:.3f} vs best Rerank-m {max(rr.values()):.3f}", p_of("ToolRerank", top))
+                f"ToolRerank {tr:.3f} vs best Rerank-m {max(rr.values()):.3f}", [p_of("ToolRerank", top)])
     if fig_rows:
         best = {}
         for part in ("seen", "unseen"):
@@ -243,7 +246,7 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
         rival = top if top != claimed else max((m for m in ext if m != claimed), key=ext.get, default=None)
         row("extended list for unseen tools only is best (Table 7)", top == claimed,
             "; ".join(f"{m.split('(')[1].rstrip(')')}: {x:.3f}" for m, x in ext.items()),
-            p_of(claimed, rival, "single-avg") if claimed and rival else "")
+            [p_of(claimed, rival, "single-avg")] if claimed and rival else [])
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
 from toolkit.metrics import evaluate
@@ -25,12 +26,22 @@ def dataset_key(name: str) -> str:
 
 
 def values(cands: Mapping[str, Candidates], method, metrics=("ndcg@5", "recall@5"),
-           averages=("seen-avg", "unseen-avg", "all-avg")) -> dict[str, dict[str, float]]:
-    """{subset or average: {metric: value}} of ``method`` (see :func:`pipeline.method_lists`)."""
+           averages=("seen-avg", "unseen-avg", "all-avg"), per_query: dict | None = None,
+           per_query_metric: str = "recall@5") -> dict[str, dict[str, float]]:
+    """{subset or average: {metric: value}} of ``method`` (see :func:`pipeline.method_lists`). A
+    ``per_query`` dict is filled, from the same evaluation, with ``{subset: {qid: per_query_metric}}``
+    (the paired significance tests of :func:`toolkit.toolrerank.analysis.claims`)."""
     out = {}
     for name, c in cands.items():
-        out[name] = evaluate(as_run(method_lists(c, method)), c.dataset.qrels, list(metrics))
+        pq = evaluate(as_run(method_lists(c, method)), c.dataset.qrels, list(metrics), per_query=True)
+        out[name] = {m: float(np.mean(list(v.values()))) for m, v in pq.items()}   # evaluate's own mean
+        if per_query is not None and per_query_metric in pq:
+            per_query[name] = pq[per_query_metric]
     return add_averages(out, averages)
+
+
+def _into(per_query: dict | None, label: str) -> dict | None:
+    return None if per_query is None else per_query.setdefault(label, {})
 
 
 def add_averages(vals: dict[str, dict[str, float]], averages) -> dict[str, dict[str, float]]:
@@ -108,11 +119,12 @@ def record_data(rec, split, n_queries: Mapping[str, int]) -> None:
                 value=len(split.subsets[name]), note=f"ToolLens mirror of {name}; {n_queries[name]} evaluated")
 
 
-def table3(cands: Mapping[str, Candidates], bm25: dict, best) -> dict[str, dict]:
-    """Table 3: BM25 (given), DPR, Rerank-10/30/50, ToolRerank; NDCG@5 and Recall@5 per subset and average."""
+def table3(cands: Mapping[str, Candidates], bm25: dict, best, per_query: dict | None = None) -> dict[str, dict]:
+    """Table 3: BM25 (given), DPR, Rerank-10/30/50, ToolRerank; NDCG@5 and Recall@5 per subset and average.
+    ``per_query`` (here and in Tables 5-7): filled with ``{row label: {subset: {qid: Recall@5}}}``."""
     t = {"BM25": add_averages(dict(bm25), ["seen-avg", "unseen-avg", "all-avg"])}
     for label, m in methods(best).items():
-        t[label] = values(cands, m)
+        t[label] = values(cands, m, per_query=_into(per_query, label))
     return t
 
 
@@ -135,31 +147,24 @@ def methods7(best) -> dict:
             replace(best, extend_seen=es, extend_unseen=eu) for es, eu in EXTENDED7}
 
 
-def table5(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
+def table5(cands: Mapping[str, Candidates], best, per_query: dict | None = None) -> dict[str, dict]:
     """Table 5: Adaptive Truncation, every (m_s, m_u) with the τ's at their best dev values (Recall@5)."""
-    return {label: values(cands, m, metrics=["recall@5"]) for label, m in methods5(best).items()}
+    return {label: values(cands, m, metrics=["recall@5"], per_query=_into(per_query, label))
+            for label, m in methods5(best).items()}
 
 
-def table6(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
+def table6(cands: Mapping[str, Candidates], best, per_query: dict | None = None) -> dict[str, dict]:
     """Table 6: Hierarchy-Aware Reranking with each query-type source (Recall@5)."""
-    return {label: values(cands, m, metrics=["recall@5"], averages=["single-avg", "multi-avg", "all-avg"])
+    return {label: values(cands, m, metrics=["recall@5"], averages=["single-avg", "multi-avg", "all-avg"],
+                          per_query=_into(per_query, label))
             for label, m in methods6(best).items()}
 
 
-def table7(cands: Mapping[str, Candidates], best) -> dict[str, dict]:
+def table7(cands: Mapping[str, Candidates], best, per_query: dict | None = None) -> dict[str, dict]:
     """Table 7: the extended API list for seen / unseen tools, single-tool subsets (Recall@5)."""
     single = {k: cands[k] for k in SINGLE_SUBSETS}
-    return {label: values(single, m, metrics=["recall@5"], averages=["single-avg"]) for label, m in methods7(best).items()}
-
-
-def per_query(cands: Mapping[str, Candidates], best, metric: str = "recall@5") -> dict[str, dict[str, dict[str, float]]]:
-    """``{label: {subset: {qid: metric}}}`` for every row of Tables 3, 5, 6 and 7 (the paired
-    significance tests of :func:`toolkit.toolrerank.analysis.claims`)."""
-    out = {}
-    for label, m in {**methods(best), **methods5(best), **methods6(best), **methods7(best)}.items():
-        out[label] = {name: evaluate(as_run(method_lists(c, m)), c.dataset.qrels, [metric], per_query=True)[metric]
-                      for name, c in cands.items() if name in SUBSETS}
-    return out
+    return {label: values(single, m, metrics=["recall@5"], averages=["single-avg"], per_query=_into(per_query, label))
+            for label, m in methods7(best).items()}
 
 
 def classifier_accuracy(cands: Mapping[str, Candidates]) -> dict[str, float]:

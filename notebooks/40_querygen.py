@@ -224,7 +224,7 @@ else:
 # iteration: Table 3's filters (drafts per request — 4 of the same 5 cached drafts for "reduced", 75 % as in the
 # paper —, reward threshold, drafts kept), Table 4's rewards (MAP, the mean of Recall@5 and Recall@11), Table 5's
 # intent prompt (Fig. 5). Deltas are on the same test samples (`ablation_test_requests` per test set, the first of
-# the LLM samples' shuffle: each row's test answers cost ~15 min at 100 requests per set), greedy.
+# the LLM samples' shuffle; each row's cost is in the table below the deltas), greedy.
 
 # %%
 from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS  # noqa: E402

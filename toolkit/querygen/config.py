@@ -34,7 +34,7 @@ class QuerygenConfig:
                                            # full fine-tuning runs at ~70 tokens/s on 2 cores, 500 x ~220 tokens ~ 27 min
     align: AlignConfig = AlignConfig()
     ablation_test_requests: int | None = 100   # Tables 3-5: requests per test set for each ablation row (nested in
-                                               # the LLM samples; each row's test answers cost ~30 min at 200)
+                                               # the LLM samples; 40 prints each row's answering time)
     align_eval_temperature: float = 0.0    # each iteration's test answers (Figure 4): greedy, not calibrated per
                                            # iteration (a dev grid per iteration would cost ~4x the answers)
     align_report_iteration: int | None = None  # Table 1's Alignment row; None: the iteration with the best

@@ -204,9 +204,13 @@ def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:
     out: dict[str, dict[str, dict]] = {}
     for table, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
         for row, change in settings.items():
-            h = align_history(cfg, replace(cfg.align, **change))
+            a = replace(cfg.align, **change)
+            h = align_history(cfg, a)
             if h:
-                out.setdefault(table, {})[row] = h[0]
+                # the row's test answers: its model's answers at the evaluation temperature, timed per answer
+                answered = draft_timing(f"gguf:querygen-align-{a.tag()}-it1.gguf", cfg.align_eval_temperature)
+                out.setdefault(table, {})[row] = {**h[0], "test_answers": answered.get("drafts_generated"),
+                                                  "test_answer_seconds": answered.get("draft_seconds")}
     return out
 
 

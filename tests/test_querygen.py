@@ -366,3 +366,21 @@ def test_align_stops_after_the_asked_iteration(tmp_path):
                                                            cache_root=tmp_path, namespace="qg"),
                  lambda d, ex, out: trained.append(out), log=None, stop_after=1)
     assert len(hist) == 1 and len(trained) == 1
+
+
+def test_ablation_rows_run_in_their_own_process_and_report_failure():
+    import sys
+
+    from toolkit.querygen.ablation import in_own_process
+    assert in_own_process(print, "an ablation row") == 0
+    assert in_own_process(sys.exit, 3) == 3                 # a failed row is seen by the parent, not lost
+
+
+def test_ablate_stops_at_a_failed_row_naming_it(monkeypatch):
+    from toolkit.querygen import __main__ as qm
+    from toolkit.querygen import ablation
+    from toolkit.querygen.config import config_for
+    monkeypatch.setattr(ablation, "in_own_process", lambda target, *a: -9)
+    args = qm.argparse.Namespace(tables="4")
+    with pytest.raises(SystemExit, match=r"Table 4 row 'Alignment \(MAP reward\)'.*-9 \(killed: out of memory\?\)"):
+        qm.cmd_ablate(args, config_for("smoke"))

@@ -121,9 +121,11 @@ def cmd_ablate(args, cfg) -> int:
     """Tables 3-5 as one alignment iteration per row, each a change of the main run's configuration
     (``TABLE3_SETTINGS`` ...), compared with the main run's first iteration. Rows that change only the
     filter, the reward or the number of drafts reuse the main run's cached drafts and cost one
-    fine-tuning epoch and the test answers (~30 min); the intent row samples new drafts."""
+    fine-tuning epoch and the test answers (40 prints each row's cost); the intent row samples new
+    drafts. Each row runs in a process of its own (:mod:`toolkit.querygen.ablation`)."""
     from dataclasses import replace
 
+    from toolkit.querygen.ablation import in_own_process, run_row
     from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
     settings = {"3": TABLE3_SETTINGS, "4": TABLE4_SETTINGS, "5": TABLE5_SETTINGS}
     for table in args.tables.split(","):
@@ -134,7 +136,11 @@ def cmd_ablate(args, cfg) -> int:
                 continue                     # the baseline row is the main run's first iteration
             a = replace(cfg.align, **change)
             _log(f"Table {table}, {name}: align tag {a.tag()}")
-            run_alignment(args, cfg, a, stop_after=1, test_requests=cfg.ablation_test_requests)
+            code = in_own_process(run_row, args, cfg, a)      # see toolkit.querygen.ablation: memory
+            if code != 0:
+                raise SystemExit(f"ablate: Table {table} row {name!r} (align tag {a.tag()}) failed with exit code "
+                                 f"{code}{' (killed: out of memory?)' if code == -9 else ''}; rerun the command to "
+                                 "resume (finished rows and cached drafts are kept)")
     return 0
 
 

@@ -248,8 +248,9 @@ else:
     print("no ablation row evaluated yet (`python -m toolkit.querygen ablate`)")
 abl_cost = T.ablation_cost(E.ablation_histories(cfg))
 rec.extra["ablation_cost"] = abl_cost.reset_index().to_dict("records")
-display(Markdown("What each row trained on (the mean reward is over all its drafts, in its own reward metric) and "
-                 "what its fine-tuning cost:"), abl_cost)
+display(Markdown("What each row trained on and what it cost: the mean reward is over all its drafts, in its own "
+                 "reward metric; every row but the intent one reuses the main run's first-iteration drafts, so its "
+                 "drafting time is that run's."), abl_cost)
 
 # %% [markdown]
 # ## Table 6 — the paper's authored requests (App. D)

@@ -106,13 +106,18 @@ def test_draft_timing_comes_from_the_per_answer_times_in_the_cache(tmp_path, mon
     from toolkit.llm.cache import ResponseCache
     from toolkit.querygen.experiment import ALIGN_NAMESPACE, draft_timing
     monkeypatch.setenv("TOOLKIT_LLM_CACHE", str(tmp_path))
+    from toolkit.querygen.generation import task_for
     c = ResponseCache(tmp_path, ALIGN_NAMESPACE, "gguf:m.gguf")
+    chat = lambda kind, i: [{"role": "user", "content": task_for(kind).build(f"request {i}")}]  # noqa: E731
     for i in range(3):                                   # three drafts at T = 1.0, 2 s and 10 tokens each
-        c.put("chat", f"request {i}", {"temperature": 1.0, "max_tokens": 160}, 0, "draft", ms=2000, ntok=10)
-    c.put("chat", "request 0", {"temperature": 0.0, "max_tokens": 160}, 0, "test answer", ms=500, ntok=5)
+        c.put("chat", chat("description", i), {"temperature": 1.0, "max_tokens": 160}, 0, "draft", ms=2000, ntok=10)
+    c.put("chat", chat("description", 0), {"temperature": 0.0, "max_tokens": 160}, 0, "test answer", ms=500, ntok=5)
+    c.put("chat", chat("intent", 0), {"temperature": 1.0, "max_tokens": 160}, 0, "intent draft", ms=900, ntok=4)
     got = draft_timing("gguf:m.gguf", 1.0)
     assert got["drafts_generated"] == 3 and got["draft_seconds"] == 6.0 and got["drafts_per_s"] == 0.5
     assert got["draft_tokens"] == 30 and draft_timing("gguf:other.gguf", 1.0) == {}
+    # the same model's intent drafts (Table 5's row) are counted for their own prompt only
+    assert draft_timing("gguf:m.gguf", 1.0, "intent")["drafts_generated"] == 1
 
 
 def test_ablation_samples_are_the_first_requests_of_the_llm_samples():

@@ -107,23 +107,28 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
     for rec in history:
         t = rec["sampled_from"].rsplit("-it", 1)[1]
         model = f"gguf:{gguf_path(cfg.generator_base, verify=False).name}" if t == "0" else align_model_id(cfg, int(t))
-        cached = draft_timing(model, cfg.align.temperature)
+        cached = draft_timing(model, (align_cfg or cfg.align).temperature, (align_cfg or cfg.align).kind)
         if cached.get("drafts_generated", 0) > (rec.get("drafts_generated") or 0):
             rec = {**rec, **cached}      # a resumed run measured only the drafts it generated itself
         out.append(rec)
     return out
 
 
-def draft_timing(model_id: str, temperature: float) -> dict:
-    """Drafts (answers at the drafting ``temperature``) in ``model_id``'s alignment cache, with the
-    generation seconds and tokens recorded per answer: ``drafts_generated``, ``draft_seconds`` (sum of
-    call times, model load excluded), ``drafts_per_s``, ``draft_tokens``; {} when the cache holds none."""
+def draft_timing(model_id: str, temperature: float, kind: str = "description") -> dict:
+    """Drafts (answers at the drafting ``temperature`` to prompts of ``kind``, Fig. 2 or Fig. 5) in
+    ``model_id``'s alignment cache, with the generation seconds and tokens recorded per answer:
+    ``drafts_generated``, ``draft_seconds`` (sum of call times, model load excluded), ``drafts_per_s``,
+    ``draft_tokens``; {} when the cache holds none. The base model's cache holds the drafts of both
+    prompts (the main run's and Table 5's intent row), at the same temperature."""
     from toolkit.llm.cache import ResponseCache
     from toolkit.llm.client import default_cache_root
+    marker = "\x00"
+    head = gen.task_for(kind).build(marker).split(marker)[0]      # the prompt up to the request
     cache = ResponseCache(default_cache_root(), ALIGN_NAMESPACE, model_id, readonly=True)
     ms, ntok = [], 0
     for a in cache.answers():
-        if (a.get("sampling") or {}).get("temperature") == temperature and a.get("ms") is not None:
+        if (a.get("sampling") or {}).get("temperature") == temperature and a.get("ms") is not None \
+                and _prompt_text(a.get("prompt")).startswith(head):
             ms.append(a["ms"])
             ntok += a.get("ntok") or 0
     if not ms:
@@ -194,6 +199,13 @@ def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]]
     return out, pending
 
 
+def _prompt_text(prompt) -> str:
+    """A cached prompt's text: the string, or a chat's user turns joined."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(m.get("content", "") for m in prompt or [] if isinstance(m, dict) and m.get("role") == "user")
+
+
 def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:
     """Tables 3-5: each row's one-iteration history record (drafts kept, their rewards, fine-tuning
     time), ``{table: {row: record}}``; the baseline rows are the main run's first iteration; rows
@@ -208,7 +220,7 @@ def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:
             h = align_history(cfg, a)
             if h:
                 # the row's test answers: its model's answers at the evaluation temperature, timed per answer
-                answered = draft_timing(f"gguf:querygen-align-{a.tag()}-it1.gguf", cfg.align_eval_temperature)
+                answered = draft_timing(f"gguf:querygen-align-{a.tag()}-it1.gguf", cfg.align_eval_temperature, a.kind)
                 out.setdefault(table, {})[row] = {**h[0], "test_answers": answered.get("drafts_generated"),
                                                   "test_answer_seconds": answered.get("draft_seconds")}
     return out

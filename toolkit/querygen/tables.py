@@ -237,8 +237,9 @@ def ablation_cost(histories: dict[str, dict[str, dict]]) -> pd.DataFrame:
     """Per ablation row (:func:`toolkit.querygen.experiment.ablation_histories`): the drafts its filter
     kept, their mean reward, the fine-tuning's wall time and tokens/s, and its test answers with their
     generation seconds (summed per answer, model load excluded). The drafts are the main run's
-    first-iteration drafts except for the intent row, which samples its own."""
-    cols = {"drafts": "drafts", "kept": "kept", "mean": "mean draft reward", "train_seconds": "training s",
+    first-iteration drafts (so is their drafting time) except for the intent row, which samples its own."""
+    cols = {"drafts": "drafts", "draft_seconds": "drafting s", "kept": "kept", "mean": "mean draft reward",
+            "train_seconds": "training s",
             "train_tokens_per_s": "training tokens/s", "train_final_loss": "final loss",
             "test_answers": "test answers", "test_answer_seconds": "answering s"}
     rows = [{"table": tab, "row": row, **{v: h.get(k) for k, v in cols.items()}}

@@ -191,7 +191,7 @@ def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]]
             for name, ds in s.llm_tests.items():
                 got = gen.generate_queries(ds.query_texts(), llm, cfg.align_eval_temperature, kind=a.kind,
                                            partial=llm.mode != "live", namespace=ALIGN_NAMESPACE)
-                if got:
+                if len(got) == len(ds.queries):     # a row's delta is on the baseline's requests: complete sets only
                     out.setdefault(table, {}).setdefault(row, {})[name] = got
                 if len(got) < len(ds.queries):
                     pending.append({"method": f"Table {table}: {row}", "set": name, "cached": len(got),

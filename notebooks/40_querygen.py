@@ -227,14 +227,14 @@ else:
 # the LLM samples' shuffle; each row's cost is in the table below the deltas), greedy.
 
 # %%
-from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS  # noqa: E402
+from toolkit.querygen.alignment import ABLATION_TABLES  # noqa: E402
 
 abl_s = E.ablation_setup(cfg, s)
 abl, abl_pending = E.ablations(cfg, abl_s)
 abl_methods = {T.ablation_method(tab, row): q for tab, rows in abl.items() for row, q in rows.items()}
 abl_values = E.evaluate_conditions(cfg, abl_s, abl_methods) if abl_methods else None
 abl_tables, abl_deltas = {}, [pd.DataFrame(columns=["table", "dataset", "method", "metric", "delta"])]
-for tab, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
+for tab, settings in ABLATION_TABLES.items():
     d = T.ablation_table(abl_values, tab, list(settings)) if abl_values is not None else pd.DataFrame()
     if len(d):
         abl_deltas.append(d.assign(table=tab))

@@ -126,8 +126,7 @@ def cmd_ablate(args, cfg) -> int:
     from dataclasses import replace
 
     from toolkit.querygen.ablation import in_own_process, run_row
-    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
-    settings = {"3": TABLE3_SETTINGS, "4": TABLE4_SETTINGS, "5": TABLE5_SETTINGS}
+    from toolkit.querygen.alignment import ABLATION_TABLES as settings
     for table in args.tables.split(","):
         if table not in settings:
             raise SystemExit(f"--tables: unknown table {table!r}; choose from 3, 4, 5")

@@ -62,6 +62,7 @@ TABLE3_SETTINGS = {
 TABLE4_SETTINGS = {"Alignment (MMRR reward)": {}, "Alignment (MAP reward)": {"reward": "map"},
                    "Alignment (Avg(Recall@5,Recall@11) reward)": {"reward": "recall"}}
 TABLE5_SETTINGS = {"Alignment (description generation)": {}, "Alignment (intent generation)": {"kind": "intent"}}
+ABLATION_TABLES = {"3": TABLE3_SETTINGS, "4": TABLE4_SETTINGS, "5": TABLE5_SETTINGS}   # each table's first row: baseline
 
 
 def reward_metric_names(reward: str, k: int = LIST_SIZE) -> list[str]:

@@ -85,9 +85,10 @@ def sft(cfg: QuerygenConfig, s: Setup, llm=None) -> Generated:
     return calibrated(cfg, s, llm, "SFT", namespace=SFT_NAMESPACE)
 
 
-def align_model_id(cfg: QuerygenConfig, iteration: int) -> str:
-    """The cache model id of alignment iteration ``iteration``'s generator (its GGUF file name)."""
-    return f"gguf:querygen-align-{cfg.align.tag()}-it{iteration}.gguf"
+def align_model_id(cfg: QuerygenConfig, iteration: int, align_cfg=None) -> str:
+    """The cache model id of alignment iteration ``iteration``'s generator (its GGUF file name);
+    ``align_cfg``: another alignment configuration than ``cfg.align`` (an ablation row's)."""
+    return f"gguf:querygen-align-{(align_cfg or cfg.align).tag()}-it{iteration}.gguf"
 
 
 def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
@@ -100,14 +101,14 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
 
     from toolkit.llm.client import default_cache_root
     from toolkit.llm.models import gguf_path
-    tag = (align_cfg or cfg.align).tag()
-    p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{tag}.history.json"
+    a = align_cfg or cfg.align
+    p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{a.tag()}.history.json"
     history = json.loads(p.read_text())["history"] if p.is_file() else []
     out = []
     for rec in history:
         t = rec["sampled_from"].rsplit("-it", 1)[1]
-        model = f"gguf:{gguf_path(cfg.generator_base, verify=False).name}" if t == "0" else align_model_id(cfg, int(t))
-        cached = draft_timing(model, (align_cfg or cfg.align).temperature, (align_cfg or cfg.align).kind)
+        model = f"gguf:{gguf_path(cfg.generator_base, verify=False).name}" if t == "0" else align_model_id(cfg, int(t), a)
+        cached = draft_timing(model, a.temperature, a.kind)
         if cached.get("drafts_generated", 0) > (rec.get("drafts_generated") or 0):
             rec = {**rec, **cached}      # a resumed run measured only the drafts it generated itself
         out.append(rec)
@@ -182,12 +183,12 @@ def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]]
     from dataclasses import replace
 
     from toolkit.llm.client import client_for_profile
-    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    from toolkit.querygen.alignment import ABLATION_TABLES
     out, pending = {}, []
-    for table, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
+    for table, settings in ABLATION_TABLES.items():
         for row, change in settings.items():
             a = replace(cfg.align, **change)
-            llm = client_for_profile(cfg.profile, f"gguf:querygen-align-{a.tag()}-it1.gguf", namespace=ALIGN_NAMESPACE)
+            llm = client_for_profile(cfg.profile, align_model_id(cfg, 1, a), namespace=ALIGN_NAMESPACE)
             for name, ds in s.llm_tests.items():
                 got = gen.generate_queries(ds.query_texts(), llm, cfg.align_eval_temperature, kind=a.kind,
                                            partial=llm.mode != "live", namespace=ALIGN_NAMESPACE)
@@ -212,15 +213,15 @@ def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:
     not run yet are left out."""
     from dataclasses import replace
 
-    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    from toolkit.querygen.alignment import ABLATION_TABLES
     out: dict[str, dict[str, dict]] = {}
-    for table, settings in (("3", TABLE3_SETTINGS), ("4", TABLE4_SETTINGS), ("5", TABLE5_SETTINGS)):
+    for table, settings in ABLATION_TABLES.items():
         for row, change in settings.items():
             a = replace(cfg.align, **change)
             h = align_history(cfg, a)
             if h:
                 # the row's test answers: its model's answers at the evaluation temperature, timed per answer
-                answered = draft_timing(f"gguf:querygen-align-{a.tag()}-it1.gguf", cfg.align_eval_temperature, a.kind)
+                answered = draft_timing(align_model_id(cfg, 1, a), cfg.align_eval_temperature, a.kind)
                 out.setdefault(table, {})[row] = {**h[0], "test_answers": answered.get("drafts_generated"),
                                                   "test_answer_seconds": answered.get("draft_seconds")}
     return out

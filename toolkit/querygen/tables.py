@@ -411,9 +411,8 @@ def ablation_claims(deltas: pd.DataFrame, values: pd.DataFrame | None = None, me
     With ``values`` (:func:`toolkit.querygen.experiment.evaluate_conditions` of the ablation methods,
     ``per_query`` column) each comparison of a row with its baseline gets its randomization test
     (columns ``p`` and ``tests``, as in :func:`claims`)."""
-    from toolkit.querygen.alignment import TABLE3_SETTINGS, TABLE4_SETTINGS, TABLE5_SETTINGS
+    from toolkit.querygen.alignment import ABLATION_TABLES as settings
     from toolkit.significance import compared, p_text
-    settings = {"3": TABLE3_SETTINGS, "4": TABLE4_SETTINGS, "5": TABLE5_SETTINGS}
     d = deltas[deltas.metric == f"delta_{metric}"].set_index(["table", "dataset", "method"]).delta
 
     def test(table, row, ds):

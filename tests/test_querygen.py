@@ -319,6 +319,11 @@ def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure():
     assert [r["draft_seconds"] for r in out] == [4000.0, 3000.0] and out[1]["drafts_per_s"] == 0.5
     fresh = [{"iteration": 3, "drafts_generated": 1500, "draft_seconds": 2000.0, "drafts_per_s": 0.75, "kept": 300}]
     assert _keep_measured(before, fresh) == fresh
+    # an ablation row whose drafts all came from the base model's cache, run twice: the second run's
+    # reading time (0.2 s) does not replace the first's (0.1 s) - the history file stays as committed
+    row = [{"iteration": 1, "drafts_generated": 0, "draft_seconds": 0.1, "drafts_per_s": None, "kept": 298}]
+    again = [{**row[0], "draft_seconds": 0.2}]
+    assert _keep_measured(row, again) == row
 
 
 def test_a_retrained_iteration_keeps_the_earlier_training_whose_model_made_the_cached_answers():

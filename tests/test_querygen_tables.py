@@ -118,6 +118,12 @@ def test_draft_timing_comes_from_the_per_answer_times_in_the_cache(tmp_path, mon
     assert got["draft_tokens"] == 30 and draft_timing("gguf:other.gguf", 1.0) == {}
     # the same model's intent drafts (Table 5's row) are counted for their own prompt only
     assert draft_timing("gguf:m.gguf", 1.0, "intent")["drafts_generated"] == 1
+    # the test answers of the same model, at the evaluation temperature, under their own names
+    from toolkit.querygen.experiment import answer_timing
+    assert answer_timing("gguf:m.gguf", 0.0) == {"answers": 1, "seconds": 0.5, "per_s": 2.0, "tokens": 5}
+    # the reading is memoised per file content: an answer appended later is counted
+    c.put("chat", chat("description", 3), {"temperature": 1.0, "max_tokens": 160}, 0, "draft", ms=2000, ntok=10)
+    assert draft_timing("gguf:m.gguf", 1.0)["drafts_generated"] == 4
 
 
 def test_ablation_samples_are_the_first_requests_of_the_llm_samples():

@@ -116,6 +116,17 @@ def compared(label: str, a: Mapping, b: Mapping, n_permutations: int = 10_000, s
     return {"comparison": label, "n": t.n, "mean_a": t.mean_a, "mean_b": t.mean_b, "diff": t.diff, "p": t.p}
 
 
+def compared_on_common(label: str, a: Mapping | None, b: Mapping | None, **kw) -> dict | None:
+    """:func:`compared` on the queries both ``{qid: score}`` maps hold (two answered samples that may
+    differ by a few unanswered requests); None when either is missing or they share no query."""
+    if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+        return None
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    return compared(label, {q: a[q] for q in common}, {q: b[q] for q in common}, **kw)
+
+
 def p_text(tests: list[dict]) -> str:
     """``"A vs B p=0.012; C vs D p=0.431"``: the claims tables' ``p`` column, formatted from :func:`compared`."""
     return "; ".join(f"{t['comparison']} p={t['p']:.3f}" for t in tests)

@@ -87,6 +87,11 @@ class ResponseCache:
     ``readonly=True`` never creates or writes a file (replay).
     """
 
+    @staticmethod
+    def path_for(root: str | Path, namespace: str, model_id: str) -> Path:
+        """The file of ``model_id``'s answers in ``namespace`` (without reading it)."""
+        return Path(root) / safe_name(namespace) / (safe_name(model_id) + ".jsonl")
+
     def __init__(self, root: str | Path, namespace: str, model_id: str, readonly: bool = False):
         self.root = Path(root)
         self.namespace = namespace
@@ -96,7 +101,7 @@ class ResponseCache:
             if not value or safe_name(value).startswith("."):
                 raise ValueError(f"LLM cache {what} {value!r} must be a plain name (no leading '.', not '..'): "
                                  f"it becomes a directory or file under {self.root}")
-        self.path = self.root / safe_name(namespace) / (safe_name(model_id) + ".jsonl")
+        self.path = self.path_for(self.root, namespace, model_id)
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, str, int], CachedAnswer] = {}
         self._prompts: dict[str, Any] = {}

@@ -226,7 +226,9 @@ def _keep_measured(before: list[dict], history: list[dict]) -> list[dict]:
     out = []
     for rec in history:
         prev = old.get(rec["iteration"], {})
-        if prev.get("drafts_generated", 0) > rec.get("drafts_generated", 0):
+        # at an equal count the drafts are the same cached ones: keep the first run's timing (a replay
+        # re-derives it from the cache, rounded again)
+        if "draft_seconds" in prev and prev.get("drafts_generated", 0) >= rec.get("drafts_generated", 0):
             rec = {**rec, **{k: prev[k] for k in ("drafts_generated", "draft_seconds", "drafts_per_s") if k in prev}}
         earlier = earlier_trainings(prev, rec, ALIGN_LOG_KEYS)
         if earlier:

@@ -10,6 +10,7 @@ generated queries are cached; what is not cached yet is listed as pending, never
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -115,28 +116,46 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
     return out
 
 
-def draft_timing(model_id: str, temperature: float, kind: str = "description") -> dict:
-    """Drafts (answers at the drafting ``temperature`` to prompts of ``kind``, Fig. 2 or Fig. 5) in
-    ``model_id``'s alignment cache, with the generation seconds and tokens recorded per answer:
-    ``drafts_generated``, ``draft_seconds`` (sum of call times, model load excluded), ``drafts_per_s``,
-    ``draft_tokens``; {} when the cache holds none. The base model's cache holds the drafts of both
-    prompts (the main run's and Table 5's intent row), at the same temperature."""
+def answer_timing(model_id: str, temperature: float, kind: str = "description") -> dict:
+    """The answers in ``model_id``'s alignment cache at ``temperature`` to prompts of ``kind`` (Fig. 2
+    or Fig. 5), with the generation seconds and tokens recorded per answer: ``answers``, ``seconds``
+    (sum of call times, model load excluded), ``per_s``, ``tokens``; {} when the cache holds none.
+    A drafting temperature gives a model's drafts, the evaluation temperature its test answers.
+    The file is read once per content (the base model's cache serves every ablation row)."""
     from toolkit.llm.cache import ResponseCache
     from toolkit.llm.client import default_cache_root
+    path = ResponseCache.path_for(default_cache_root(), ALIGN_NAMESPACE, model_id)
+    stamp = (path.stat().st_size, path.stat().st_mtime_ns) if path.is_file() else None
+    return dict(_answer_timing(str(path.parent.parent), model_id, stamp, temperature, kind))
+
+
+@functools.lru_cache(maxsize=64)
+def _answer_timing(root: str, model_id: str, stamp, temperature: float, kind: str) -> tuple:
+    from toolkit.llm.cache import ResponseCache
     marker = "\x00"
     head = gen.task_for(kind).build(marker).split(marker)[0]      # the prompt up to the request
-    cache = ResponseCache(default_cache_root(), ALIGN_NAMESPACE, model_id, readonly=True)
     ms, ntok = [], 0
-    for a in cache.answers():
+    for a in ResponseCache(root, ALIGN_NAMESPACE, model_id, readonly=True).answers():
         if (a.get("sampling") or {}).get("temperature") == temperature and a.get("ms") is not None \
                 and _prompt_text(a.get("prompt")).startswith(head):
             ms.append(a["ms"])
             ntok += a.get("ntok") or 0
     if not ms:
-        return {}
+        return ()
     seconds = sum(ms) / 1000
-    return {"drafts_generated": len(ms), "draft_seconds": round(seconds, 1),
-            "drafts_per_s": round(len(ms) / seconds, 3), "draft_tokens": ntok, "timing_from": "cache"}
+    return (("answers", len(ms)), ("seconds", round(seconds, 1)), ("per_s", round(len(ms) / seconds, 3)),
+            ("tokens", ntok))
+
+
+def draft_timing(model_id: str, temperature: float, kind: str = "description") -> dict:
+    """:func:`answer_timing` of ``model_id``'s drafts, under the history's keys: ``drafts_generated``,
+    ``draft_seconds``, ``drafts_per_s``, ``draft_tokens``. The base model's cache holds the drafts of
+    both prompts (the main run's and Table 5's intent row), at the same temperature."""
+    t = answer_timing(model_id, temperature, kind)
+    if not t:
+        return {}
+    return {"drafts_generated": t["answers"], "draft_seconds": t["seconds"], "drafts_per_s": t["per_s"],
+            "draft_tokens": t["tokens"], "timing_from": "cache"}
 
 
 @dataclass
@@ -221,9 +240,9 @@ def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:
             h = align_history(cfg, a)
             if h:
                 # the row's test answers: its model's answers at the evaluation temperature, timed per answer
-                answered = draft_timing(align_model_id(cfg, 1, a), cfg.align_eval_temperature, a.kind)
-                out.setdefault(table, {})[row] = {**h[0], "test_answers": answered.get("drafts_generated"),
-                                                  "test_answer_seconds": answered.get("draft_seconds")}
+                answered = answer_timing(align_model_id(cfg, 1, a), cfg.align_eval_temperature, a.kind)
+                out.setdefault(table, {})[row] = {**h[0], "test_answers": answered.get("answers"),
+                                                  "test_answer_seconds": answered.get("seconds")}
     return out
 
 

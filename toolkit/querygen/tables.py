@@ -293,7 +293,7 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
 
     :func:`paper_values` turns the paper's Tables 1-2 into the same long table, so claims 1-5 can be
     checked on the paper's own numbers (the paper prints no values for Figure 4)."""
-    from toolkit.significance import compared, p_text
+    from toolkit.significance import compared_on_common, p_text
     IN, OUT = "querygen-in-domain", "querygen-out-of-domain"
     rows = []
 
@@ -316,10 +316,9 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     def p_of(label, a, b):
         """the paired test of cells a, b (method, ds, utterance); None without per-query values"""
         ca, cb = cell(*a), cell(*b)
-        if ca is None or cb is None or "per_query" not in values or not isinstance(ca.per_query, dict):
+        if ca is None or cb is None or "per_query" not in values:
             return None
-        common = set(ca.per_query) & set(cb.per_query)
-        return compared(label, {q: ca.per_query[q] for q in common}, {q: cb.per_query[q] for q in common})
+        return compared_on_common(label, ca.per_query, cb.per_query)
 
     def fmt(d):
         return ", ".join(f"{m} {x:.3f}" if x is not None else f"{m} pending" for m, x in d.items())
@@ -412,23 +411,18 @@ def ablation_claims(deltas: pd.DataFrame, values: pd.DataFrame | None = None, me
     ``per_query`` column) each comparison of a row with its baseline gets its randomization test
     (columns ``p`` and ``tests``, as in :func:`claims`)."""
     from toolkit.querygen.alignment import ABLATION_TABLES as settings
-    from toolkit.significance import compared, p_text
+    from toolkit.significance import compared_on_common, p_text
     d = deltas[deltas.metric == f"delta_{metric}"].set_index(["table", "dataset", "method"]).delta
 
     def test(table, row, ds):
         if values is None or "per_query" not in values:
             return None
-        pq = {}
-        for r in (list(settings[table])[0], row):
-            v = values[(values.method == ablation_method(table, r)) & (values.dataset == ds) & values.utterance
-                       & (values.metric == metric) & (values["sample"] == "llm")]
-            if not len(v) or not isinstance(v.per_query.iloc[0], dict):
-                return None
-            pq[r] = v.per_query.iloc[0]
-        base, other = pq.values()
-        common = set(base) & set(other)
-        return compared(f"{row} vs baseline {ds.split('-', 1)[1]}", {q: other[q] for q in common},
-                        {q: base[q] for q in common})
+        base, other = (values[(values.method == ablation_method(table, r)) & (values.dataset == ds) & values.utterance
+                              & (values.metric == metric) & (values["sample"] == "llm")].per_query
+                       for r in (list(settings[table])[0], row))
+        if not len(base) or not len(other):
+            return None
+        return compared_on_common(f"{row} vs baseline {ds.split('-', 1)[1]}", other.iloc[0], base.iloc[0])
 
     rows = []
     for table, rows_ in settings.items():

@@ -324,6 +324,7 @@ for ds_name, label in [("querygen-in-domain", "in-domain"), ("querygen-out-of-do
     if len(d):
         lines.append(f"- **without the utterance, {label}** (Table 2), Recall@5 change: " + ", ".join(
             f"{m} {v:+.3f} (paper {pn2.get((ds_name, m + ' (-utt)'), float('nan')):+.3f})" for m, v in d.items()))
+lines += T.ablation_reading(pd.concat(abl_deltas), abl_cost)
 claim = (f"The paper finds zero-shot generation *below* the utterance in-domain (Recall@5 "
          f"{pn['querygen-in-domain', 'Zero-Shot']:.3f} vs {pn['querygen-in-domain', 'Utterance']:.3f}) and out-of-domain "
          f"({pn['querygen-out-of-domain', 'Zero-Shot']:.3f} vs {pn['querygen-out-of-domain', 'Utterance']:.3f}), "

@@ -302,3 +302,29 @@ def test_ablation_cost_lists_each_row_s_kept_drafts_and_training():
     assert list(t.index) == [("3", "Baseline"), ("3", "Increased threshold")]
     assert t.loc[("3", "Increased threshold"), "kept"] == 120 and pd.isna(t.loc[("3", "Increased threshold"), "training s"])
     assert T.ablation_cost({}).empty
+
+
+def test_ablation_reading_names_the_row_that_retrained_the_baseline_as_the_noise_yardstick():
+    from toolkit.querygen.tables import ablation_reading, same_training_as_baseline
+    IN, OUT = "querygen-in-domain", "querygen-out-of-domain"
+    cost = pd.DataFrame([
+        {"table": "3", "row": "Baseline", "kept": 298, "mean draft reward": 0.272, "final loss": 1.1749},
+        {"table": "3", "row": "Increased threshold", "kept": 129, "mean draft reward": 0.272, "final loss": 1.03},
+        {"table": "3", "row": "Decreased threshold", "kept": 298, "mean draft reward": 0.272, "final loss": 1.1749},
+        {"table": "5", "row": "Alignment (description generation)", "kept": 298, "mean draft reward": 0.272,
+         "final loss": 1.1749},
+        {"table": "5", "row": "Alignment (intent generation)", "kept": 300, "mean draft reward": 0.285,
+         "final loss": 1.1076}]).set_index(["table", "row"])
+    assert same_training_as_baseline(cost) == [("3", "Decreased threshold")]
+    deltas = pd.DataFrame(
+        [{"table": "3", "dataset": ds, "method": m, "metric": "delta_recall@5", "delta": v, "n": 100}
+         for m, vs in (("Baseline", (0, 0)), ("Decreased threshold", (0.01, -0.018)),
+                       ("Increased threshold", (0.023, -0.028))) for ds, v in zip((OUT, IN), vs[::-1])]
+        + [{"table": "3", "dataset": IN, "method": "Increased threshold", "metric": "delta_mmrr", "delta": 0.5,
+            "n": 100}])
+    lines = ablation_reading(deltas, cost)
+    # rows in the table's order, in-domain first, Recall@5 only
+    assert lines[0].endswith("n = 100/100 requests): Increased threshold +0.023 / -0.028; "
+                             "Decreased threshold +0.010 / -0.018")
+    assert len(lines) == 2 and "Decreased threshold" in lines[1] and "+0.010 / -0.018" in lines[1]
+    assert ablation_reading(deltas, cost.drop(("3", "Decreased threshold")))[1:] == []

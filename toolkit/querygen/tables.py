@@ -247,6 +247,45 @@ def ablation_cost(histories: dict[str, dict[str, dict]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["table", "row", *cols.values()]).set_index(["table", "row"])
 
 
+def same_training_as_baseline(cost: pd.DataFrame) -> list[tuple[str, str]]:
+    """The ablation rows (``(table, row)`` of :func:`ablation_cost`) whose fine-tuning is the baseline's
+    own: the same number of kept drafts, the same mean draft reward and the same final loss (fine-tuning
+    is deterministic on one machine). Such a row's delta is not an effect of its setting: it is what
+    retraining the baseline changes (the baseline's cached answers may come from an earlier model)."""
+    out = []
+    for (table, row), r in cost.iterrows():
+        base = cost.loc[table].iloc[0]
+        if row != cost.loc[table].index[0] and all(pd.notna(r[c]) and r[c] == base[c]
+                                                   for c in ("kept", "mean draft reward", "final loss")):
+            out.append((table, row))
+    return out
+
+
+def ablation_reading(deltas: pd.DataFrame, cost: pd.DataFrame, metric: str = "recall@5") -> list[str]:
+    """The reading's lines on Tables 3-5: each evaluated row's ``metric`` delta on both test sets, and the
+    rows that trained exactly as the baseline did (:func:`same_training_as_baseline`), whose delta is the
+    yardstick of retraining noise for the others."""
+    from toolkit.querygen.alignment import ABLATION_TABLES
+    d = deltas[deltas.metric == f"delta_{metric}"]
+    name = metric.replace("recall", "Recall")
+    lines = []
+    for table, g in d.groupby("table", sort=True):
+        rows = [r for r in list(ABLATION_TABLES[table])[1:] if (g.method == r).any()]
+        parts = [f"{r} " + " / ".join(f"{x:+.3f}" for x in g[g.method == r].sort_values("dataset").delta)
+                 for r in rows]
+        if parts:
+            n = "/".join(str(int(x)) for x in g.groupby("dataset").n.min()) if "n" in g else "?"
+            lines.append(f"- **Table {table}**, {name} change vs the baseline (in-domain / out-of-domain, n = {n} "
+                         f"requests): " + "; ".join(parts))
+    for table, row in same_training_as_baseline(cost):
+        x = d[(d.table == table) & (d.method == row)].sort_values("dataset").delta
+        if len(x):
+            lines.append(f"- *{row}* (Table {table}) kept the very drafts of its baseline and its fine-tuning ended at "
+                         f"the same loss: its change ({' / '.join(f'{v:+.3f}' for v in x)}) is what retraining the "
+                         f"baseline alone moves: a change of another row no larger than that cannot be told from retraining noise")
+    return lines
+
+
 def record_ablation(rec, deltas: pd.DataFrame, table: str, note: str = "") -> None:
     for r in deltas.itertuples():
         rec.add(paper=PAPER, table=table, dataset=r.dataset, method=r.method, metric=r.metric, value=r.delta,

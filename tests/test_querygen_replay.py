@@ -40,3 +40,37 @@ def test_replay_reproduces_the_standard_table1(monkeypatch):
     assert recorded and set(recorded) <= set(ours)
     for key, value in recorded.items():
         assert ours[key] == pytest.approx(value, abs=1e-9), key
+
+
+def test_replay_reproduces_the_standard_ablation_deltas(monkeypatch):
+    """Tables 3-5: every ablation row's answers (its own aligned model's, and the baseline's) replay from
+    the committed cache with no model, and the recorded deltas come out again."""
+    from toolkit.llm import backends
+    from toolkit.querygen import experiment as E
+    from toolkit.querygen import tables as T
+    from toolkit.querygen.config import config_for
+
+    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
+
+    def no_model(*a, **k):
+        raise AssertionError("the replay test must not call a model")
+    for cls in (backends.LocalGGUFBackend, backends.TransformersBackend, backends.OpenAIBackend):
+        monkeypatch.setattr(cls, "generate", no_model)
+
+    data = json.loads(STANDARD.read_text())
+    recorded = {(c["table"], c["dataset"], c["method"], c["metric"]): c["value"] for c in data["cells"]
+                if c["paper"] == "querygen" and c["table"] in ("3", "4", "5") and c["metric"].startswith("delta_")}
+    assert recorded, "the standard run has no ablation row to replay"
+    cfg = config_for("standard", **data["parameters"].get("overrides", {}))
+    abl_s = E.ablation_setup(cfg, E.setup(cfg))
+    abl, _ = E.ablations(cfg, abl_s)
+    values = E.evaluate_conditions(cfg, abl_s, {T.ablation_method(t, r): q for t, rows in abl.items()
+                                                for r, q in rows.items()})
+    from toolkit.querygen.alignment import ABLATION_TABLES
+    ours = {}
+    for table, settings in ABLATION_TABLES.items():
+        for r in T.ablation_table(values, table, list(settings)).itertuples():
+            ours[table, r.dataset, r.method, r.metric] = r.delta
+    assert set(recorded) <= set(ours)
+    for key, value in recorded.items():
+        assert ours[key] == pytest.approx(value, abs=1e-9), key

@@ -11,3 +11,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture
+def no_llm(monkeypatch):
+    """Replay only: the standard profile's backend, and every LLM backend's ``generate`` patched to fail
+    if called (a replay test that passes with it read everything from the committed caches)."""
+    from toolkit.llm import backends
+
+    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
+
+    def no_model(*a, **k):
+        raise AssertionError("a replay must not call a model")
+    for cls in (backends.LocalGGUFBackend, backends.TransformersBackend, backends.OpenAIBackend):
+        monkeypatch.setattr(cls, "generate", no_model)

@@ -13,18 +13,10 @@ STANDARD = REPO / "results" / "40_querygen" / "standard.json"
 pytestmark = pytest.mark.slow
 
 
-def test_replay_reproduces_the_standard_table1(monkeypatch):
-    from toolkit.llm import backends
+def test_replay_reproduces_the_standard_table1(no_llm):
     from toolkit.querygen import experiment as E
     from toolkit.querygen import tables as T
     from toolkit.querygen.config import config_for
-
-    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
-
-    def no_model(*a, **k):
-        raise AssertionError("the replay test must not call a model")
-    for cls in (backends.LocalGGUFBackend, backends.TransformersBackend, backends.OpenAIBackend):
-        monkeypatch.setattr(cls, "generate", no_model)
 
     data = json.loads(STANDARD.read_text())
     cfg = config_for("standard", **data["parameters"].get("overrides", {}))
@@ -42,20 +34,12 @@ def test_replay_reproduces_the_standard_table1(monkeypatch):
         assert ours[key] == pytest.approx(value, abs=1e-9), key
 
 
-def test_replay_reproduces_the_standard_ablation_deltas(monkeypatch):
+def test_replay_reproduces_the_standard_ablation_deltas(no_llm):
     """Tables 3-5: every ablation row's answers (its own aligned model's, and the baseline's) replay from
     the committed cache with no model, and the recorded deltas come out again."""
-    from toolkit.llm import backends
     from toolkit.querygen import experiment as E
     from toolkit.querygen import tables as T
     from toolkit.querygen.config import config_for
-
-    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
-
-    def no_model(*a, **k):
-        raise AssertionError("the replay test must not call a model")
-    for cls in (backends.LocalGGUFBackend, backends.TransformersBackend, backends.OpenAIBackend):
-        monkeypatch.setattr(cls, "generate", no_model)
 
     data = json.loads(STANDARD.read_text())
     recorded = {(c["table"], c["dataset"], c["method"], c["metric"]): c["value"] for c in data["cells"]

@@ -525,3 +525,12 @@ def test_default_threads_env_override(monkeypatch):
     assert default_threads() == 3
     monkeypatch.delenv("TOOLKIT_LLM_THREADS")
     assert 1 <= default_threads() <= (os.cpu_count() or 1)
+
+
+def test_prompt_user_text_joins_only_user_turns():
+    from toolkit.llm.cache import prompt_user_text
+    assert prompt_user_text("plain prompt") == "plain prompt"
+    chat = [{"role": "system", "content": "sys"}, {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    assert prompt_user_text(chat) == "a\nc"
+    assert prompt_user_text(None) == ""

@@ -70,6 +70,14 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+=-]", "_", name) or "_"
 
 
+def prompt_user_text(prompt: Any) -> str:
+    """A cached record's prompt as text: the string itself, or a chat's user turns joined by newlines
+    (what a reader filters cached answers by, e.g. the prompt template's head)."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(m.get("content", "") for m in prompt or [] if isinstance(m, dict) and m.get("role") == "user")
+
+
 @dataclass
 class CachedAnswer:
     text: str

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping
 
 import pandas as pd
@@ -98,13 +99,12 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
     ``align_cfg``: another alignment configuration than ``cfg.align`` (an ablation row's).
     A run that resumed with cached drafts measured only the drafts it generated: where the sampling
     model's response cache holds more, the timing comes from its per-answer times (``draft_timing``)."""
-    import json
-
     from toolkit.llm.client import default_cache_root
     from toolkit.llm.models import gguf_path
     a = align_cfg or cfg.align
     p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{a.tag()}.history.json"
-    history = json.loads(p.read_text())["history"] if p.is_file() else []
+    st = p.stat() if p.is_file() else None
+    history = [dict(r) for r in _read_history(str(p), st.st_size, st.st_mtime_ns)] if st else []
     out = []
     for rec in history:
         t = rec["sampled_from"].rsplit("-it", 1)[1]
@@ -116,6 +116,13 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
     return out
 
 
+@functools.lru_cache(maxsize=32)
+def _read_history(path: str, size: int, mtime_ns: int) -> tuple:
+    """A history file's records, read once per content (40 asks for the main run's history once per table)."""
+    import json
+    return tuple(json.loads(Path(path).read_text())["history"])
+
+
 def answer_timing(model_id: str, temperature: float, kind: str = "description") -> dict:
     """The answers in ``model_id``'s alignment cache at ``temperature`` to prompts of ``kind`` (Fig. 2
     or Fig. 5), with the generation seconds and tokens recorded per answer: ``answers``, ``seconds``
@@ -125,19 +132,20 @@ def answer_timing(model_id: str, temperature: float, kind: str = "description") 
     from toolkit.llm.cache import ResponseCache
     from toolkit.llm.client import default_cache_root
     path = ResponseCache.path_for(default_cache_root(), ALIGN_NAMESPACE, model_id)
-    stamp = (path.stat().st_size, path.stat().st_mtime_ns) if path.is_file() else None
+    st = path.stat() if path.is_file() else None
+    stamp = (st.st_size, st.st_mtime_ns) if st else None
     return dict(_answer_timing(str(path.parent.parent), model_id, stamp, temperature, kind))
 
 
 @functools.lru_cache(maxsize=64)
 def _answer_timing(root: str, model_id: str, stamp, temperature: float, kind: str) -> tuple:
-    from toolkit.llm.cache import ResponseCache
+    from toolkit.llm.cache import ResponseCache, prompt_user_text
     marker = "\x00"
     head = gen.task_for(kind).build(marker).split(marker)[0]      # the prompt up to the request
     ms, ntok = [], 0
     for a in ResponseCache(root, ALIGN_NAMESPACE, model_id, readonly=True).answers():
         if (a.get("sampling") or {}).get("temperature") == temperature and a.get("ms") is not None \
-                and _prompt_text(a.get("prompt")).startswith(head):
+                and prompt_user_text(a.get("prompt")).startswith(head):
             ms.append(a["ms"])
             ntok += a.get("ntok") or 0
     if not ms:
@@ -217,13 +225,6 @@ def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]]
                     pending.append({"method": f"Table {table}: {row}", "set": name, "cached": len(got),
                                     "needed": len(ds.queries), "why": "python -m toolkit.querygen ablate"})
     return out, pending
-
-
-def _prompt_text(prompt) -> str:
-    """A cached prompt's text: the string, or a chat's user turns joined."""
-    if isinstance(prompt, str):
-        return prompt
-    return "\n".join(m.get("content", "") for m in prompt or [] if isinstance(m, dict) and m.get("role") == "user")
 
 
 def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:

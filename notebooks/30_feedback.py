@@ -20,7 +20,9 @@
 #
 # **Deviations.** MiniLM (all-MiniLM-L6-v2) in place of BERT-base and of OpenAI's Ada embedding (labelled "Ada
 # Embedding" so `compare` lines the rows up); Qwen2.5-Coder-1.5B (greedy) in place of gpt-3.5-turbo; batch 32 in
-# place of 64; the feedback prompts are our wording of §4.2 (the paper prints none).
+# place of 64; the feedback prompts are our wording of §4.2 (the paper prints none); the LLM's answers are capped
+# (`feedback`: characters per tool document, tokens per step — the paper, with gpt-3.5-turbo, states none); the
+# standard profile's caps are set from a measured budget (see `toolkit.feedback.config`) and printed below.
 #
 # **State.** Tables 1-3's BM25 and embedding rows are computed here; ToolRetriever, Ours and Tables 4-7 are read
 # from committed traces, and whatever trace is missing is listed as pending below, never filled in.

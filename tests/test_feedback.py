@@ -57,6 +57,21 @@ def test_round_is_one_chat_whose_steps_see_the_previous_answers(tmp_path):
     assert feedback_round(llm, "find weather", [CORPUS["d0"], CORPUS["d2"]]) == fb and len(seen) == n
 
 
+def test_round_seconds_are_the_recorded_generation_times_also_when_replayed(tmp_path):
+    # Table 5's cost: a resumed run's cached rounds keep the seconds they took when generated
+    answer, seen = _scripted({"find weather": "get the weather forecast"})
+    llm = LLMClient(EchoBackend(answer_fn=answer, delay=0.05), cache_root=tmp_path, namespace="feedback")
+    first = feedback_round(llm, "find weather", [CORPUS["d0"]])
+    assert first.seconds == pytest.approx(0.15)                 # three answers, 50 ms each as recorded
+    calls = []
+    traces = iterate({"q": "find weather"}, _search_by_keyword(calls), CORPUS,
+                     LLMClient(EchoBackend(answer_fn=answer, delay=0.0), cache_root=tmp_path, namespace="feedback"),
+                     rounds=1, prefix=False, progress=False, cfg=FeedbackConfig(k=1))
+    assert traces["q"].seconds == [pytest.approx(0.15)] and len(seen) == 3     # served from the cache, not timed
+    fb = feedback_round_independent(llm, "find weather", [CORPUS["d0"]])
+    assert fb.seconds == pytest.approx(0.15)
+
+
 def test_independent_round_repeats_the_tools_in_every_call(tmp_path):
     answer, seen = _scripted({})
     fb = feedback_round_independent(_client(tmp_path, answer), "find weather", [CORPUS["d0"]])

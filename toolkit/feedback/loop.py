@@ -35,7 +35,8 @@ class Trace:
     instructions: list[str]
     runs: list[dict[str, float]] = field(default_factory=list)
     feedback: list[RoundFeedback] = field(default_factory=list)
-    seconds: list[float] = field(default_factory=list)      # LLM seconds per round (Table 5's cost)
+    seconds: list[float] = field(default_factory=list)      # LLM seconds per round (Table 5's cost), as
+                                                            # recorded with the answers when they were generated
 
     @property
     def stopped(self) -> bool:
@@ -65,7 +66,8 @@ def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Doc
             docs = [corpus[d] for d in tr.top(t - 1, cfg.k)]
             t0 = time.perf_counter()
             fb = feedback_round(llm, tr.instructions[-1], docs, cfg, namespace)
-            tr.seconds.append(time.perf_counter() - t0)
+            # the generation time recorded with the answers: a resumed run's cached rounds keep their real cost
+            tr.seconds.append(fb.seconds if fb.seconds is not None else time.perf_counter() - t0)
             tr.feedback.append(fb)
             if fb.refined is not None:
                 tr.instructions.append(fb.refined)

@@ -48,6 +48,8 @@ class RoundFeedback:
     assessment: str
     refinement: str                    # the raw answer of step 3
     refined: str | None                # the parsed refined instruction; None = "N/A" (leave the loop)
+    seconds: float | None = None       # the three answers' generation seconds as recorded in the cache
+                                       # (None when a backend recorded none: the loop times the round itself)
 
 
 def first_turn(instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig()) -> str:
@@ -60,16 +62,29 @@ def _ask(llm, messages: list[dict], sampling: Sampling, namespace: str) -> str:
     return llm.generate([messages], n=1, sampling=sampling, namespace=namespace, progress=False)[0][0]
 
 
+def _recorded(llm, calls: list[tuple[list[dict], Sampling]], namespace: str) -> float | None:
+    """Sum of the calls' generation seconds as the cache recorded them (a resumed or replayed round costs what
+    it cost when generated, not a cache hit's milliseconds); None if any call has no recorded time."""
+    get = getattr(llm, "recorded_seconds", None)
+    if get is None:
+        return None
+    secs = [get(m, s, namespace=namespace) for m, s in calls]
+    return None if any(x is None for x in secs) else sum(secs)
+
+
 def feedback_round(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig(),
                    namespace: str = NAMESPACE) -> RoundFeedback:
     """The three steps as one chat: [user: tools + step 1] -> F_C, [user: step 2] -> F_A, [user: step 3] -> F_R."""
     msgs = [{"role": "user", "content": first_turn(instruction, docs, cfg)}]
-    comp = _ask(llm, msgs, cfg.sampling("comprehension"), namespace)
+    calls = [(list(msgs), cfg.sampling("comprehension"))]
+    comp = _ask(llm, *calls[-1], namespace)
     msgs += [{"role": "assistant", "content": comp}, {"role": "user", "content": prompts.FEEDBACK_STEP_ASSESSMENT}]
-    assess = _ask(llm, msgs, cfg.sampling("assessment"), namespace)
+    calls.append((list(msgs), cfg.sampling("assessment")))
+    assess = _ask(llm, *calls[-1], namespace)
     msgs += [{"role": "assistant", "content": assess}, {"role": "user", "content": prompts.FEEDBACK_STEP_REFINEMENT}]
-    refine = _ask(llm, msgs, cfg.sampling("refinement"), namespace)
-    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine))
+    calls.append((list(msgs), cfg.sampling("refinement")))
+    refine = _ask(llm, *calls[-1], namespace)
+    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
 
 
 def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig(),
@@ -83,4 +98,7 @@ def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: 
                   cfg.sampling("assessment"), namespace)
     refine = _ask(llm, user(prompts.FEEDBACK_REFINEMENT.format(**slots, assessment=assess)),
                   cfg.sampling("refinement"), namespace)
-    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine))
+    calls = [(user(prompts.FEEDBACK_COMPREHENSION.format(**slots)), cfg.sampling("comprehension")),
+             (user(prompts.FEEDBACK_ASSESSMENT.format(**slots, comprehension=comp)), cfg.sampling("assessment")),
+             (user(prompts.FEEDBACK_REFINEMENT.format(**slots, assessment=assess)), cfg.sampling("refinement"))]
+    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))

@@ -85,6 +85,16 @@ class LLMClient:
         return self.generate([prompt], n=n, sampling=sampling, kind="completion", namespace=namespace,
                              progress=False, **overrides)[0]
 
+    def recorded_seconds(self, prompt: Prompt, sampling: Sampling | None = None, kind: str = "chat",
+                         namespace: str | None = None, index: int = 0, **overrides: Any) -> float | None:
+        """The generation seconds stored with the cached answer to ``prompt`` (as measured when it was
+        generated; model load excluded), or None when it is not cached or was stored without a time.
+        A replayed or resumed run reports these instead of the milliseconds a cache hit takes."""
+        s = (sampling or self.sampling).with_(**overrides)
+        hit = self.cache(namespace).get(kind, self._norm(kind, prompt), s.key(), index)
+        ms = hit.meta.get("ms") if hit is not None else None
+        return None if ms is None else ms / 1000
+
     # -- batches ---------------------------------------------------------------------------
     def _norm(self, kind: str, prompt: Prompt) -> Prompt:
         if kind == "chat":

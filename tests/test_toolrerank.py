@@ -429,6 +429,20 @@ def test_reranker_pairs_positives_and_hard_negatives():
     assert [(q, d) for q, d, y in pairs if y == 0.0] == [("one tool", "doc b:1"), ("three tools", "doc a:1")]
     one = sample_reranker_pairs(ds, ranked, n_neg=1, depth=2, n_pos=1, seed=1)
     assert [y for _, _, y in one] == [1.0, 0.0, 1.0, 0.0]
+    # per gold API: q1 (1 gold) gets 1 negative; q2 (3 gold) would get 3 but its top 3 hold only 2 non-gold
+    per = sample_reranker_pairs(ds, ranked, n_neg=1, depth=3, per_positive=True)
+    negs = [(q, d) for q, d, y in per if y == 0.0]
+    assert [q for q, _ in negs] == ["one tool", "three tools", "three tools"]
+    assert {d for q, d in negs if q == "three tools"} == {"doc a:1", "doc d:1"}
+
+
+def test_setup_negatives_per_positive_is_checked_and_keeps_older_keys():
+    from toolkit.toolrerank.experiment import PROFILES, Setup
+    with pytest.raises(ValueError, match="ce_neg_per must be one of"):
+        Setup(ce_neg_per="api")
+    # the default ("query") stays out of the reranker's cache key: models trained before the field keep their keys
+    assert "ce_neg_per" not in Setup().stage_params("reranker")
+    assert PROFILES["standard"].stage_params("reranker")["ce_neg_per"] == "positive"
 
 
 def test_claims_read_the_tables():

@@ -27,7 +27,8 @@ SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories",
 # fields added after models were cached: left out of a stage's cache key while they hold these defaults, so
 # the models trained before them keep their keys
 LATER_DEFAULTS = {"ce_rounds": 1, "ce_neg_pool": "all", "de_select_on_dev": False, "ce_select_on_dev": False,
-                  "cl_select_on_dev": False}
+                  "cl_select_on_dev": False, "ce_neg_per": "query"}
+NEG_PER = ("query", "positive")
 NEG_POOLS = ("all", "seen")
 
 
@@ -55,7 +56,9 @@ class Setup:
     # cross-encoder
     ce_queries: int = 0              # training queries whose pairs train the reranker (0 = all)
     ce_pos: int = 0                  # gold APIs per query (0 = all; 1 = one sampled)
-    ce_neg: int = 2                  # hard negatives per query, from the top ce_depth of ...
+    ce_neg: int = 2                  # hard negatives per query (or per gold API: ce_neg_per), from the top ce_depth of ...
+    ce_neg_per: str = "query"        # ce_neg counts per "query" or per "positive" (gold API; the issue's "several per
+                                     # positive"; a query with 3 gold APIs and ce_neg=2 gets 6 negatives)
     ce_depth: int = 30
     ce_neg_source: str = "dpr"       # ... dpr: the trained DPR (the paper); base: the untrained base encoder
     ce_neg_pool: str = "all"         # negatives from: all = the whole library; seen = APIs of training (seen)
@@ -79,6 +82,8 @@ class Setup:
     def __post_init__(self):
         if self.ce_neg_pool not in NEG_POOLS:
             raise ValueError(f"Setup.ce_neg_pool must be one of {NEG_POOLS}, got {self.ce_neg_pool!r}")
+        if self.ce_neg_per not in NEG_PER:
+            raise ValueError(f"Setup.ce_neg_per must be one of {NEG_PER}, got {self.ce_neg_per!r}")
         if self.ce_neg_source not in ("dpr", "base"):
             raise ValueError(f"Setup.ce_neg_source must be 'dpr' or 'base', got {self.ce_neg_source!r}")
 
@@ -115,21 +120,22 @@ PROFILES = {
     "smoke": Setup("smoke", de_pairs=48, de_batch=16, de_max_len=128, de_warmup=1, ce_queries=16, ce_neg=2,
                    ce_batch=16, ce_max_len=128, cl_examples=48, cl_batch=16, max_steps=3),
     # full strength on this machine (issue 20): the DPR on every (query, gold API) pair, the reranker's hard negatives
-    # from the *trained* DPR's top 30 (§4.1), two per positive, among seen tools only; every model evaluated on dev
-    # after each epoch and its best epoch kept. Sized from the throughput measured on 2026-11-23 (DPR 5.3 pairs/s and
-    # reranker 14 pairs/s with one torch thread beside another job; scripts/bench_toolrerank.py): 24,261 DPR pairs
-    # x 2 epochs ~ 2 h, 72,783 reranker pairs x 2 epochs ~ 2 h, the balanced classifier minutes.
+    # from the *trained* DPR's top 30 (§4.1), two per gold API, among seen tools only; every model evaluated on dev
+    # after each epoch and its best epoch kept. Measured here on 2026-11-25 with the cores to itself (2 threads, max
+    # length 128): DPR 12.8 pairs/s (24,261 pairs x 2 epochs: 61 min), classifier 33.6 pairs/s (7,182 examples over 3
+    # epochs: 3.6 min), reranker ~18 pairs/s (72,783 pairs per epoch x 2: ~2.2 h).
     # Negatives only from seen tools' APIs: with negatives from the whole 464-API library, each held-out API was
     # a training negative 16 times on average and never a positive, and the reranker learned to score unseen tools low
     # (gold APIs of I1-Tool 0.12 vs wrong seen-tool APIs 0.40 in the first standard run). The reranker and classifier
     # heads are fresh: lr 5e-5 (2e-5 with ~75 steps stayed at chance).
     "standard": Setup("standard", threads=2, de_pos=0, de_epochs=2, de_batch=32, de_max_len=128, de_select_on_dev=True,
-                      ce_pos=0, ce_neg=2, ce_depth=30, ce_neg_source="dpr", ce_neg_pool="seen", ce_epochs=2,
+                      ce_pos=0, ce_neg=2, ce_neg_per="positive", ce_depth=30, ce_neg_source="dpr",
+                      ce_neg_pool="seen", ce_epochs=2,
                       ce_batch=16, ce_max_len=128, ce_lr=5e-5, ce_select_on_dev=True,
                       cl_balance=True, cl_epochs=3, cl_batch=16, cl_lr=5e-5, cl_select_on_dev=True),
     # the paper: bert-base-uncased, all pairs, ToolBench's recipe (needs a GPU)
     "paper": Setup("paper", base="bert-base-uncased", threads=0, de_epochs=5, de_max_len=256, de_warmup=500,
-                   ce_neg=5, ce_max_len=256, cl_epochs=2),
+                   ce_neg=5, ce_neg_per="positive", ce_max_len=256, cl_epochs=2),
 }
 
 
@@ -323,7 +329,8 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     run = retr.search(ce_ds.query_texts(), k=setup.ce_depth)
     ranked = {q: sorted(r, key=lambda d: -r[d]) for q, r in run.items()}
     mine_s = time.perf_counter() - t
-    ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed, n_pos=setup.ce_pos)
+    ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed, n_pos=setup.ce_pos,
+                                     per_positive=setup.ce_neg_per == "positive")
     dev_eval = None
     if setup.ce_select_on_dev:       # Rerank-10 over the trained DPR's top 10 of the whole corpus
         dev = dev_sample(split, setup)

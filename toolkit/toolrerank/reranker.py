@@ -20,10 +20,11 @@ from toolkit.training import (batches_no_duplicates, epoch_batches, is_trained, 
 
 
 def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]], n_neg: int = 3, depth: int = 30,
-                          seed: int = 0, n_pos: int = 0) -> list[tuple[str, str, float]]:
+                          seed: int = 0, n_pos: int = 0, per_positive: bool = False) -> list[tuple[str, str, float]]:
     """(query text, doc text, label): every gold API (label 1) — or a seeded sample of ``n_pos`` of
-    them when ``n_pos`` > 0 — and ``n_neg`` non-gold APIs drawn at random from the query's top
-    ``depth`` retrieved candidates (label 0)."""
+    them when ``n_pos`` > 0 — and ``n_neg`` non-gold APIs (``n_neg`` per kept gold API with
+    ``per_positive``) drawn at random without replacement from the query's top ``depth`` retrieved
+    candidates (label 0); fewer when the top ``depth`` holds fewer non-gold APIs."""
     rng = random.Random(seed)
     out = []
     for q in ds.qrels:
@@ -34,7 +35,8 @@ def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]],
             pos = rng.sample(pos, n_pos)
         out += [(text, ds.corpus[d].text, 1.0) for d in pos]
         negs = [d for d in ranked.get(q, [])[:depth] if d not in gold]
-        out += [(text, ds.corpus[d].text, 0.0) for d in rng.sample(negs, min(n_neg, len(negs)))]
+        want = n_neg * len(pos) if per_positive else n_neg
+        out += [(text, ds.corpus[d].text, 0.0) for d in rng.sample(negs, min(want, len(negs)))]
     return out
 
 

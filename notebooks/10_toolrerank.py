@@ -461,7 +461,8 @@ if _p.is_file() and profile == "standard":
 text = R.format(f"""
 **Setting.** {setup.base} DPR, reranker and classifier trained on the {len(split.train.queries):,} ToolLens training
 queries (epochs trained / kept on dev: {epochs_kept}; {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
-reranker negatives from the {"off-the-shelf encoder" if setup.ce_neg_source == "base" else "trained DPR"}, among
+reranker negatives: {setup.ce_neg} per {"gold API" if setup.ce_neg_per == "positive" else "query"} from the top
+{setup.ce_depth} of the {"off-the-shelf encoder" if setup.ce_neg_source == "base" else "trained DPR"}, among
 {"seen tools' APIs" if setup.ce_neg_pool == "seen" else "the whole library"}), evaluated on
 {cfg.subset_queries or "all"} queries per mirror subset. Absolute numbers are not comparable with the paper's (other
 queries, a {len(split.pool.corpus):,}-API corpus, bert-base trained on ≈170k ToolBench queries on a GPU): all-avg

@@ -221,3 +221,38 @@ def test_baseline_values_add_the_llm_sample_rows_only_where_there_is_a_sample():
     assert set(v[v.set == "I1"].method) == {"BM25", "BM25 (LLM sample)"} and set(v[v.set == "I2"].method) == {"BM25"}
     assert v[(v.method == "BM25 (LLM sample)") & (v.metric == "ndcg@1")].n.iloc[0] == 2
     assert v[(v.set == "I2") & (v.metric == "ndcg@1")].value.iloc[0] == pytest.approx(1.0)
+
+
+def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path):
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.stages import iterate_to_file
+    answer, seen = _scripted({"find weather": "find the weather forecast"})
+    llm = _client(tmp_path / "cache", answer)
+    queries = {"q1": "find weather", "q2": "stock price", "q3": "exchange rate"}
+    out = tmp_path / "trace.jsonl"
+    # a run "killed" after its first chunk: only q1 went through
+    iterate_to_file({"q1": queries["q1"]}, _search_by_keyword([]), CORPUS, llm, out, {"stage": "test"}, chunk=1,
+                    rounds=3, prefix=True)
+    assert set(X.load_traces(out)) == {"q1"} and X.load_meta(out)["complete"] is True
+    n_calls = len(seen)
+    calls = []
+    got = iterate_to_file(queries, _search_by_keyword(calls), CORPUS,
+                          _client(tmp_path / "other-cache", answer), out, {"stage": "test"}, chunk=1, rounds=3)
+    assert list(got) == ["q1", "q2", "q3"] and got["q1"].instructions == ["find weather", "find the weather forecast"]
+    assert all("q1" not in c for c in calls)                    # q1 was not run again (a fresh cache would have)
+    assert len(seen) == n_calls + 2 * 3                         # q2, q3: one round of three steps each, then N/A
+    assert X.load_meta(out)["complete"] is True and X.load_meta(out)["instructions"] == 3
+    # the same traces as one uninterrupted loop
+    whole = iterate(queries, _search_by_keyword([]), CORPUS, _client(tmp_path / "cache", answer), rounds=3,
+                    progress=False)
+    assert {q: (t.instructions, t.runs) for q, t in whole.items()} == \
+        {q: (t.instructions, t.runs) for q, t in X.load_traces(out).items()}
+
+
+def test_pending_row_says_a_partial_trace_is_in_progress(tmp_path):
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.loop import Trace
+    p = X.save_traces({"a": Trace("a", ["x"], [{"d0": 1.0}])}, tmp_path / "t.jsonl", {"complete": False})
+    pending = []
+    assert X.load_or_pending(p, ["a", "b"], pending, {"condition": "Ours"}) is None
+    assert pending == [{"condition": "Ours", "why": "in progress: 1 of 2 instructions traced"}]

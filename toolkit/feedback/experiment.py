@@ -223,7 +223,10 @@ def load_or_pending(path: Path, needed, pending: list, row: dict) -> dict[str, T
     tr = load_traces(path)
     missing = [q for q in needed if q not in tr]
     if missing:
-        pending.append({**row, "why": f"trace lacks {len(missing)} of {len(needed)} queries (sample changed?)"})
+        why = (f"in progress: {len(needed) - len(missing)} of {len(needed)} instructions traced"
+               if load_meta(path).get("complete") is False else
+               f"trace lacks {len(missing)} of {len(needed)} queries (sample changed?)")
+        pending.append({**row, "why": why})
         return None
     return {q: tr[q] for q in needed}
 

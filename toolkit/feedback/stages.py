@@ -56,25 +56,52 @@ def warmup(cfg) -> tuple[Path, dict]:
     return path, stats
 
 
+def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,
+                    **loop_kw) -> dict:
+    """:func:`toolkit.feedback.loop.iterate` over ``queries`` in chunks of ``chunk`` instructions, each chunk
+    through every round, the trace file rewritten after each: a killed run keeps its finished instructions
+    (committable, and listed as "n of N" by the notebook) and a rerun continues after them. The loop is
+    per instruction (greedy LLM, independent retrieval), so chunking does not change any trace."""
+    from tqdm.auto import tqdm
+
+    from toolkit.feedback.loop import iterate
+    done = X.load_traces(out) if out.is_file() else {}
+    done = {q: done[q] for q in queries if q in done}
+    prior_wall = X.load_meta(out).get("wall_s", 0.0) if done else 0.0
+    todo = [q for q in queries if q not in done]
+    t0 = time.perf_counter()
+    bar = tqdm(total=len(queries), initial=len(done), desc=f"feedback {meta.get('stage', '')} {meta.get('group', '')}",
+               unit="instr")
+    for i in range(0, len(todo), chunk):
+        part = {q: queries[q] for q in todo[i:i + chunk]}
+        done.update(iterate(part, search, corpus, llm, progress=False, **loop_kw))
+        ordered = {q: done[q] for q in queries if q in done}
+        X.save_traces(ordered, out, {**meta, "complete": len(ordered) == len(queries), "instructions": len(ordered),
+                                     "wall_s": round(prior_wall + time.perf_counter() - t0, 1)})
+        bar.update(len(part))
+        stopped1 = sum(1 for tr in ordered.values() if tr.feedback and len(tr.instructions) == 1)
+        asked = sum(1 for tr in ordered.values() if tr.feedback)
+        bar.set_postfix_str(f"N/A at round 1 this run: {stopped1}/{asked}")
+    bar.close()
+    return {q: done[q] for q in queries}
+
+
 def train_feedback(cfg, llm=None) -> Path:
     """Offline feedback on ``train_feedback_requests`` training instructions with the main warm-up retriever."""
     from toolkit.feedback.data import training_set
-    from toolkit.feedback.loop import iterate
     out = X.train_trace_path(cfg)
-    if out.is_file():
+    train = training_set("train").nested_sample(cfg.train_feedback_requests, cfg.sample_seed)
+    if out.is_file() and set(X.load_traces(out)) >= set(train.queries):
         return out
     if cfg.train_trace_retriever and cfg.train_trace_retriever != X.warmup_id(cfg):
-        raise FileNotFoundError(f"{out} is missing: a Table 4/6/7 condition trains on the main run's offline "
-                                f"feedback; produce it first (python -m toolkit.feedback train-feedback "
+        raise FileNotFoundError(f"{out} is missing or incomplete: a Table 4/6/7 condition trains on the main run's "
+                                f"offline feedback; produce it first (python -m toolkit.feedback train-feedback "
                                 f"--profile {cfg.profile})")
     path, stats = warmup(cfg)
-    train = training_set("train").nested_sample(cfg.train_feedback_requests, cfg.sample_seed)
-    t0 = time.perf_counter()
     llm = llm or llm_client(cfg)
-    traces = iterate(train.query_texts(), dense_search(path, train.corpus), train.corpus, llm,
-                     rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
-    X.save_traces(traces, out, {"stage": "train-feedback", "retriever": X.warmup_id(cfg), "warmup_stats": stats,
-                                "llm": cfg.llm, "wall_s": round(time.perf_counter() - t0, 1)})
+    traces = iterate_to_file(train.query_texts(), dense_search(path, train.corpus), train.corpus, llm, out,
+                             {"stage": "train-feedback", "retriever": X.warmup_id(cfg), "warmup_stats": stats,
+                              "llm": cfg.llm}, rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
     _log(f"{len(traces)} training traces -> {out}")
     return out
 
@@ -101,11 +128,10 @@ def test(cfg, group: str, n: int | None, llm=None) -> Path:
         return out
     model, stats = train(cfg, llm)
     llm = llm or llm_client(cfg)
-    t0 = time.perf_counter()
-    traces = iterate(ds.query_texts(), dense_search(model, ds.corpus), ds.corpus, llm, rounds=cfg.training.rounds,
-                     cfg=cfg.feedback, prefix=cfg.training.prefix)
-    X.save_traces(traces, out, {"stage": "test", "group": group, "n": len(ds.queries), "model": X.model_id(cfg),
-                                "training_stats": stats, "llm": cfg.llm, "wall_s": round(time.perf_counter() - t0, 1)})
+    traces = iterate_to_file(ds.query_texts(), dense_search(model, ds.corpus), ds.corpus, llm, out,
+                             {"stage": "test", "group": group, "n": len(ds.queries), "model": X.model_id(cfg),
+                              "training_stats": stats, "llm": cfg.llm},
+                             rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=cfg.training.prefix)
     _log(f"{len(traces)} {group} traces -> {out}")
     return out
 

@@ -450,6 +450,7 @@ def span(col, rows, fmt=".2f"):
     return f"{rows[col].min():{fmt}}–{rows[col].max():{fmt}}" if col in rows else "n/a"
 
 
+converged = analysis.convergence(training_stats)
 epochs_kept = ", ".join(
     f"{name} {st.get('epochs', '?')}/{st.get('best_epoch') or st.get('epochs', '?')}"
     for name, st in training_stats.items()) or "n/a"
@@ -460,7 +461,7 @@ if _p.is_file() and profile == "standard":
                      c["metric"]) == ("3", "all-avg", "ToolRerank", "recall@5")), None)
 text = R.format(f"""
 **Setting.** {setup.base} DPR, reranker and classifier trained on the {len(split.train.queries):,} ToolLens training
-queries (epochs trained / kept on dev: {epochs_kept}; {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
+queries (epochs trained / kept on dev: {epochs_kept}; dev curves: {"; ".join(f"{k} {v}" for k, v in converged.items()) or "n/a"}; {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
 reranker negatives: {setup.ce_neg} per {"gold API" if setup.ce_neg_per == "positive" else "query"} from the top
 {setup.ce_depth} of the {"off-the-shelf encoder" if setup.ce_neg_source == "base" else "trained DPR"}, among
 {"seen tools' APIs" if setup.ce_neg_pool == "seen" else "the whole library"}), evaluated on

@@ -548,3 +548,13 @@ def test_choosing_epochs_on_dev_is_part_of_a_stages_cache_key_only_when_on():
     assert on.stage_params("dual_encoder")["dev_eval_queries"] == 300
     assert on.stage_params("reranker") == base.stage_params("reranker")
     assert Setup(ce_select_on_dev=True).reranker_dir != base.reranker_dir
+
+
+def test_convergence_reads_the_learning_curves():
+    from toolkit.toolrerank.analysis import convergence
+    got = convergence({"dual_encoder": {"epoch_curve": [{"dev": 0.579}, {"dev": 0.636}], "best_epoch": 2},
+                       "classifier": {"epoch_curve": [{"dev": 0.897}, {"dev": 0.930}, {"dev": 0.923}], "best_epoch": 2},
+                       "reranker": {"steps": 3}})
+    assert set(got) == {"dual_encoder", "classifier"}
+    assert "still rising at the last epoch (+0.057): not shown converged" in got["dual_encoder"]
+    assert got["classifier"].startswith("0.897 → 0.930 → 0.923 (kept epoch 2; flat or falling")

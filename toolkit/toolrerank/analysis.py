@@ -258,3 +258,23 @@ def table_values(frame) -> dict:
         for (col, met), x in r.items():
             out.setdefault(method, {}).setdefault(col, {})[met] = None if x != x else float(x) / 100
     return out
+
+
+def convergence(stats: Mapping[str, dict], flat: float = 0.005) -> dict[str, str]:
+    """Per trained stage with a learning curve (``stats[stage]["epoch_curve"]``, dev score after every epoch):
+    the curve, the kept epoch, and whether the last epoch still gained more than ``flat`` (then the model
+    is not shown converged: more epochs may help) — a sentence for the reading."""
+    out = {}
+    for stage, st in stats.items():
+        curve = [c["dev"] for c in st.get("epoch_curve") or []]
+        if not curve:
+            continue
+        path = " → ".join(f"{x:.3f}" for x in curve)
+        if len(curve) == 1:
+            verdict = "one epoch: convergence not measured"
+        elif curve[-1] - curve[-2] > flat:
+            verdict = f"still rising at the last epoch (+{curve[-1] - curve[-2]:.3f}): not shown converged"
+        else:
+            verdict = f"flat or falling at the last epoch ({curve[-1] - curve[-2]:+.3f}): converged within its budget"
+        out[stage] = f"{path} (kept epoch {st.get('best_epoch') or len(curve)}; {verdict})"
+    return out

@@ -95,14 +95,22 @@ T.retrieval_table(out_dom, METRICS)
 # - **Ours**: iteration-aware training (Eqs. 5–6: warm-up start, α = 1, in-batch + one hard negative from the top-K)
 #   on that feedback, then the loop at inference (K = 10, T = 3, "Iteration t" prefixes, stop at "N/A").
 #
-# **Budget (standard).** One multi-turn round (Qwen2.5-Coder-1.5B, 10 tool documents ≈ 1,500 prompt tokens, up to
-# 640 generated) costs tens of seconds on this machine, so the LLM conditions run on seeded samples stated in every
-# cell's note: 150 I1 queries, all of I2 (230) and I3 (61) — "All" is their union — 150 UltraTool queries, 500
-# training instructions, and `ablation_requests` I2 queries for each row of Tables 4, 6 and 7. The offline feedback
-# is generated once, with the main warm-up retriever; every condition of Tables 4, 6, 7 trains on it (the paper
-# regenerates it per stage: "w/o warm-up" and the RoBERTa row would each need their own, hours more here).
+# **Budget.** One multi-turn round with the `llm` (K tool documents, each cut to `feedback.tool_chars` characters, and
+# a token cap per step; the standard profile's caps are set from a measured budget, `toolkit.feedback.config`) costs
+# tens of seconds on this machine, so the LLM conditions run on the seeded samples printed below and stated in every
+# cell's note ("All" is the union of the I1-I3 samples), and each row of Tables 4, 6 and 7 on `ablation_requests` I2
+# queries. The offline feedback is generated once, with the main warm-up retriever; every condition of Tables 4, 6, 7
+# trains on it (the paper regenerates it per stage: "w/o warm-up" and the RoBERTa row would each need their own, hours
+# more here).
 
 # %%
+f = cfg.feedback
+print(f"LLM {cfg.llm}: K = {f.k} tools x <= {f.tool_chars} characters; <= {f.comprehension_tokens} / "
+      f"{f.assessment_tokens} / {f.refinement_tokens} tokens for comprehension / assessment / refinement; T = "
+      f"{cfg.training.rounds} rounds. Test samples: " + ", ".join(f"{g} {cfg.sample_size(g) or 'all'}" for g in tests
+                                                                if g != "All")
+      + f"; training instructions with feedback: {cfg.train_feedback_requests or 'all'}; Tables 4, 6, 7: "
+      f"{cfg.ablation_requests} I2 queries per row.")
 llm_values, pending, extra = X.collect(cfg, tests, run_missing=cfg.run_missing)
 llm_values["note"] = T.sample_notes(llm_values, tests, cfg)
 for table, v in llm_values.groupby("table", sort=False):

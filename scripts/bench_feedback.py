@@ -1,7 +1,7 @@
 """Benchmark: one feedback round as a multi-turn chat vs three independent calls (same inputs).
 
     python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2] [--tool-chars 600]
-                                     [--caps 256,256,128] [--only chat]
+                                     [--caps 256,256,128] [--only chat] [--speculative ngram-simple,draft:qwen-0.5b]
 
 For ``--n`` seeded I2 queries, the top-10 APIs of the off-the-shelf MiniLM over the I2 candidate pool
 are given to the LLM; each variant runs with a fresh temporary response cache (every answer really
@@ -29,6 +29,10 @@ def main() -> int:
     ap.add_argument("--caps", default=None,
                     help="comprehension,assessment,refinement max tokens (default: FeedbackConfig's)")
     ap.add_argument("--only", choices=["chat", "independent"], default=None, help="run one variant only")
+    ap.add_argument("--speculative", default="",
+                    help="comma list of speculative-decoding settings to add as chat variants "
+                         "(ngram-simple, ngram-mod, draft:qwen-0.5b); their answers are compared with the plain chat's")
+    ap.add_argument("--draft-max", type=int, default=16, help="tokens drafted per step (speculative variants)")
     args = ap.parse_args()
     if args.n < 1:
         ap.error("--n must be >= 1")
@@ -51,12 +55,21 @@ def main() -> int:
         cfg = FeedbackConfig(**overrides)
     except ValueError as e:
         ap.error(str(e))
-    variants = {"chat": ("multi-turn chat", feedback_round),
-                "independent": ("three independent calls", feedback_round_independent)}
-    rows = {}
-    for name, fn in [v for k, v in variants.items() if args.only in (None, k)]:
+    from toolkit.llm.backends import parse_speculative
+    specs = [x for x in args.speculative.split(",") if x]
+    try:
+        [parse_speculative(x) for x in specs]
+    except ValueError as e:
+        ap.error(str(e))
+    variants = {"chat": ("multi-turn chat", feedback_round, None),
+                "independent": ("three independent calls", feedback_round_independent, None)}
+    todo = [v for k, v in variants.items() if args.only in (None, k)]
+    todo += [(f"chat, speculative {x}", feedback_round, x) for x in specs]
+    rows, texts = {}, {}
+    for name, fn, spec in todo:
+        kw = {"speculative": spec, "draft_max": args.draft_max} if spec else {}
         with tempfile.TemporaryDirectory() as tmp, get_client(args.model, "local", cache_root=tmp, namespace="bench",
-                                                               n_threads=args.threads, n_parallel=1) as llm:
+                                                               n_threads=args.threads, n_parallel=1, **kw) as llm:
             llm.chat("warm-up", max_tokens=1)           # model load outside the timing
             secs, out = [], []
             for qid, q in ds.queries.items():
@@ -65,13 +78,21 @@ def main() -> int:
                 out.append(fn(llm, q.text, docs, cfg))
                 secs.append(time.perf_counter() - t0)
             ans = list(llm.cache(NAMESPACE).answers())          # the rounds' answers (not the warm-up's)
+            texts[name] = [(x.comprehension, x.assessment, x.refinement) for x in out]
             rows[name] = {"median s/round": statistics.median(secs), "total s": sum(secs),
                           "tokens out": sum(a.get("ntok") or 0 for a in ans), "refined": out}
     print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, 1 slot, {args.threads} threads, {cfg}")
-    print(f"{'variant':<26}{'median s/round':>16}{'total s':>10}{'tokens out':>12}{'N/A':>6}")
+    print(f"{'variant':<40}{'median s/round':>16}{'total s':>10}{'tokens out':>12}{'N/A':>6}")
     for name, r in rows.items():
-        print(f"{name:<26}{r['median s/round']:>16.1f}{r['total s']:>10.1f}{r['tokens out']:>12}"
+        print(f"{name:<40}{r['median s/round']:>16.1f}{r['total s']:>10.1f}{r['tokens out']:>12}"
               f"{sum(x.refined is None for x in r['refined']):>6}")
+    plain = rows.get("multi-turn chat")
+    for name in [n for n in rows if n.startswith("chat, speculative")]:
+        if plain is None:
+            break
+        same = sum(a == b for x, y in zip(texts["multi-turn chat"], texts[name]) for a, b in zip(x, y))
+        print(f"{name}: {plain['total s'] / rows[name]['total s']:.2f}x the plain chat's speed; "
+              f"{same}/{3 * args.n} answers identical to the plain chat's")
     if len(rows) == 2:
         a, b = rows["multi-turn chat"], rows["three independent calls"]
         print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "

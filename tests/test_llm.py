@@ -534,3 +534,13 @@ def test_prompt_user_text_joins_only_user_turns():
             {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
     assert prompt_user_text(chat) == "a\nc"
     assert prompt_user_text(None) == ""
+
+
+def test_speculative_setting_is_checked():
+    from toolkit.llm.backends import parse_speculative
+    assert parse_speculative(None) is None and parse_speculative("none") is None
+    assert parse_speculative("ngram-simple") == "ngram-simple"
+    assert parse_speculative("draft:qwen-0.5b") == "draft:qwen-0.5b"
+    for bad in ("draft:", "ngram", "eagle"):
+        with pytest.raises(ValueError, match="speculative must be one of"):
+            parse_speculative(bad)

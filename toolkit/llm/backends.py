@@ -71,6 +71,36 @@ def _add_request_fields(body: dict[str, Any], req: Request) -> None:
     else:
         body["prompt"] = req.prompt
 
+SPECULATIVE = ("ngram-simple", "ngram-mod", "draft:<model>")
+
+
+def parse_speculative(spec: str | None) -> str | None:
+    """Speculative decoding for the local backend (llama.cpp checks the drafted tokens with the target model
+    in one batch, so greedy answers are the target model's): None (off), ``ngram-simple`` / ``ngram-mod``
+    (drafts copied from earlier text of the prompt and answer, no second model) or ``draft:<model>`` (a
+    smaller model of the same tokenizer, e.g. ``draft:qwen-0.5b``)."""
+    if spec in (None, "", "none"):
+        return None
+    if spec in ("ngram-simple", "ngram-mod") or (spec.startswith("draft:") and len(spec) > len("draft:")):
+        return spec
+    raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE)} or None, got {spec!r}")
+
+
+def _set_speculative(p, xlc, spec: str, draft_max: int, n_threads: int) -> None:
+    T = xlc.common_speculative_type
+    if spec.startswith("draft:"):
+        p.speculative.types = [T.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+        d = p.speculative.draft
+        d.mparams.path = str(_models.gguf_path(spec.split(":", 1)[1]))
+        d.n_max = draft_max
+        d.cpuparams.n_threads = n_threads
+        d.cpuparams_batch.n_threads = n_threads
+    else:
+        p.speculative.types = [{"ngram-simple": T.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE,
+                                "ngram-mod": T.COMMON_SPECULATIVE_TYPE_NGRAM_MOD}[spec]]
+        p.speculative.draft.n_max = draft_max
+
+
 class Backend:
     name = "base"
     model_id = ""
@@ -112,7 +142,10 @@ class LocalGGUFBackend(Backend):
 
     def __init__(self, model: str = _models.DEFAULT_MODEL, n_parallel: int | None = None,
                  ctx_per_slot: int = DEFAULT_CTX_PER_SLOT, n_threads: int | None = None,
-                 prompt_cache: bool = True, n_batch: int = 512, verbose: bool = False):
+                 prompt_cache: bool = True, n_batch: int = 512, verbose: bool = False,
+                 speculative: str | None = None, draft_max: int = 16):
+        self.speculative = parse_speculative(speculative)
+        self.draft_max = int(draft_max)
         self.n_threads = int(n_threads) if n_threads else default_threads()
         if n_parallel is None:
             n_parallel = DEFAULT_PARALLEL if self.n_threads >= PARALLEL_MIN_THREADS else 1
@@ -150,6 +183,8 @@ class LocalGGUFBackend(Backend):
                 if not self.prompt_cache:
                     p.cache_ram_mib = 0                 # no host-memory prompt cache either
                     p.cache_idle_slots = False
+                if self.speculative:
+                    _set_speculative(p, xlc, self.speculative, self.draft_max, self.n_threads)
                 p.warmup = False
                 p.endpoint_slots = False
                 p.verbosity = 3 if self.verbose else 0
@@ -204,7 +239,8 @@ class LocalGGUFBackend(Backend):
 
     def describe(self) -> dict:
         return {**super().describe(), "path": str(self.path), "n_parallel": self.n_parallel,
-                "ctx_per_slot": self.ctx_per_slot, "n_threads": self.n_threads, "prompt_cache": self.prompt_cache}
+                "ctx_per_slot": self.ctx_per_slot, "n_threads": self.n_threads, "prompt_cache": self.prompt_cache,
+                **({"speculative": self.speculative, "draft_max": self.draft_max} if self.speculative else {})}
 
 
 # =============================================================================================

@@ -31,7 +31,10 @@ def test_30_feedback_smoke(tmp_path, monkeypatch):
     assert c["2", "toolbench-i2", "Ours", "ndcg@5"]["n_queries"] == 4
     assert c["2", "toolbench-all", "Ours", "ndcg@5"]["n_queries"] == 12          # the union of I1-I3's samples
     assert "4 of 20 queries" in c["2", "toolbench-i2", "Ours", "ndcg@5"]["note"]
-    assert c["5", "toolbench-i2", "Ours (T=3)", "seconds_per_instruction"]["value"] > 0
+    # Table 5's cost is the generation time recorded with the answers: the echo stand-in records 0 s per answer
+    # (tests/test_feedback.py checks real recorded times reach the traces)
+    sec = [c["5", "toolbench-i2", f"Ours (T={t})", "seconds_per_instruction"]["value"] for t in (1, 2, 3)]
+    assert all(x >= 0 for x in sec) and sec == sorted(sec)           # cumulative over rounds
     for table, method in [("4", "w/o joint & hard-neg"), ("6", "Ours (RoBERTa-based)"), ("7", "Ours (dim=2048)")]:
         assert c[table, "toolbench-i2", method, "ndcg@5"]["n_queries"] == 2
 

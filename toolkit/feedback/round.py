@@ -93,12 +93,10 @@ def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: 
     slots = {"k": str(len(docs)), "instruction": instruction,
              "tools": prompts.format_tools(docs, max_chars=cfg.tool_chars)}
     user = lambda text: [{"role": "user", "content": text}]  # noqa: E731
-    comp = _ask(llm, user(prompts.FEEDBACK_COMPREHENSION.format(**slots)), cfg.sampling("comprehension"), namespace)
-    assess = _ask(llm, user(prompts.FEEDBACK_ASSESSMENT.format(**slots, comprehension=comp)),
-                  cfg.sampling("assessment"), namespace)
-    refine = _ask(llm, user(prompts.FEEDBACK_REFINEMENT.format(**slots, assessment=assess)),
-                  cfg.sampling("refinement"), namespace)
-    calls = [(user(prompts.FEEDBACK_COMPREHENSION.format(**slots)), cfg.sampling("comprehension")),
-             (user(prompts.FEEDBACK_ASSESSMENT.format(**slots, comprehension=comp)), cfg.sampling("assessment")),
-             (user(prompts.FEEDBACK_REFINEMENT.format(**slots, assessment=assess)), cfg.sampling("refinement"))]
+    calls = [(user(prompts.FEEDBACK_COMPREHENSION.format(**slots)), cfg.sampling("comprehension"))]
+    comp = _ask(llm, *calls[-1], namespace)
+    calls.append((user(prompts.FEEDBACK_ASSESSMENT.format(**slots, comprehension=comp)), cfg.sampling("assessment")))
+    assess = _ask(llm, *calls[-1], namespace)
+    calls.append((user(prompts.FEEDBACK_REFINEMENT.format(**slots, assessment=assess)), cfg.sampling("refinement")))
+    refine = _ask(llm, *calls[-1], namespace)
     return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))

@@ -540,6 +540,41 @@ def test_score_cache_replays_every_method_without_a_model(tmp_path):
         score_cache.load(path, {"other": c.dataset}, c.seen)
 
 
+def test_score_cache_stores_shared_embeddings_once_and_reads_version_1_files(tmp_path):
+    import base64, gzip, json
+    from toolkit.toolrerank import score_cache
+    c, _ = _candidates({"q1": True, "q2": False})
+    path = score_cache.save(tmp_path / "two.json.gz", {"a": c, "b": c})
+    data = json.load(gzip.open(path, "rt"))
+    n_docs = len(data["sets"]["a"]["docs"])
+    assert data["version"] == 2 and data["emb_shape"][0] == n_docs      # set b reuses a's rows
+    assert data["sets"]["a"]["emb_rows"] == data["sets"]["b"]["emb_rows"]
+    # the same candidates in the version-1 layout (JSON floats, embeddings per set) load to the same values
+    docs = data["sets"]["a"]["docs"]
+    pos = {d: i for i, d in enumerate(docs)}
+    emb = np.stack([c.doc_emb[c.doc_index[d]] for d in docs]).astype(np.float16)
+    v1 = {"version": 1, "meta": {}, "sets": {"a": {
+        "docs": docs, "ranked": {q: [pos[d] for d in c.ranked[q]] for q in c.dataset.queries},
+        "scores": {q: {str(pos[d]): float(v) for d, v in c.scores[q].items()} for q in c.dataset.queries},
+        "single": {q: bool(c.single_pred[q]) for q in c.dataset.queries},
+        "emb": base64.b64encode(emb.tobytes()).decode(), "emb_shape": list(emb.shape)}}}
+    old = tmp_path / "v1.json.gz"
+    score_cache.write_file(old, v1)
+    got, want = score_cache.load(old, {"a": c.dataset}, c.seen)["a"], score_cache.load(path, {"a": c.dataset}, c.seen)["a"]
+    assert got.scores == want.scores and got.ranked == want.ranked and got.single_pred == want.single_pred
+    assert np.array_equal(got.doc_emb, want.doc_emb)
+    # lossless either way: these toy scores are not float32 values, so they stay float64; a reranker's are float32
+    assert got.scores == c.scores and data["sets"]["a"]["score_dtype"] == "float64"
+    from dataclasses import replace
+    c32 = replace(c, scores={q: {d: float(np.float32(v)) for d, v in c.scores[q].items()} for q in c.scores})
+    p32 = score_cache.save(tmp_path / "f32.json.gz", {"a": c32})
+    assert json.load(gzip.open(p32, "rt"))["sets"]["a"]["score_dtype"] == "float32"
+    assert score_cache.load(p32, {"a": c.dataset}, c.seen)["a"].scores == c32.scores
+    score_cache.write_file(old, {**v1, "version": 7})
+    with pytest.raises(ValueError, match="version 7"):
+        score_cache.load(old, {"a": c.dataset}, c.seen)
+
+
 def test_choosing_epochs_on_dev_is_part_of_a_stages_cache_key_only_when_on():
     from toolkit.toolrerank.experiment import Setup
     base = Setup()

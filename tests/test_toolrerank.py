@@ -593,3 +593,20 @@ def test_convergence_reads_the_learning_curves():
     assert set(got) == {"dual_encoder", "classifier"}
     assert "still rising at the last epoch (+0.057): not shown converged" in got["dual_encoder"]
     assert got["classifier"].startswith("0.897 → 0.930 → 0.923 (kept epoch 2; flat or falling")
+
+
+def test_compare_runs_puts_verdicts_and_premise_side_by_side():
+    from toolkit.toolrerank.analysis import compare_runs
+    cell = lambda t, d, m, k, v: {"table": t, "dataset": d, "method": m, "metric": k, "value": v}  # noqa: E731
+    weak = {"claims": [{"claim": "reranking helps (every Rerank-m > DPR, all-avg)", "holds": "no"}],
+            "cells": [cell("s4.2", "seen", "DPR", "gold_in_top10", 0.69), cell("s4.2", "unseen", "DPR", "gold_in_top10", 0.82),
+                      cell("3", "all-avg", "DPR", "recall@5", 0.634)]}
+    strong = {"claims": [{"claim": "reranking helps (every Rerank-m > DPR, all-avg)", "holds": "yes"}],
+              "cells": [cell("s4.2", "seen", "DPR", "gold_in_top10", 0.895), cell("s4.2", "unseen", "DPR", "gold_in_top10", 0.82),
+                        cell("3", "all-avg", "DPR", "recall@5", 0.71)]}
+    df = compare_runs({"weak": weak, "full": strong})
+    assert df.loc[("claim", "reranking helps"), "weak"] == "no" and df.loc[("claim", "reranking helps"), "changed"] == "yes"
+    assert df.loc[("gold in DPR top 10 (%)", "seen"), "full"] == pytest.approx(89.5)
+    assert df.loc[("gold in DPR top 10 (%)", "unseen"), "changed"] == "no"
+    assert df.loc[("DPR Recall@5 (%)", "all-avg"), "weak"] == pytest.approx(63.4)
+    assert np.isnan(df.loc[("ToolRerank Recall@5 (%)", "all-avg"), "weak"])   # a value the run lacks: NaN, not 0

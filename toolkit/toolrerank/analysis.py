@@ -278,3 +278,33 @@ def convergence(stats: Mapping[str, dict], flat: float = 0.005) -> dict[str, str
             verdict = f"flat or falling at the last epoch ({curve[-1] - curve[-2]:+.3f}): converged within its budget"
         out[stage] = f"{path} (kept epoch {st.get('best_epoch') or len(curve)}; {verdict})"
     return out
+
+
+def compare_runs(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
+    """Several recorded runs of notebook 10 side by side — each claim's verdict, the coverage premise of
+    §4.2 (gold APIs in the DPR top 10, seen vs unseen, %) and the Recall@5 averages (%) of DPR, Rerank-10,
+    Rerank-50 and ToolRerank — to tell whether a verdict follows the data or the training (issue 20: an
+    earlier, weaker training setup against the full-strength one). ``runs``: label -> a run's record with
+    ``claims`` and ``cells`` as ``results/10_toolrerank/<name>.json`` stores them. A value a run lacks is
+    NaN / "n/a"; ``changed`` says whether the runs disagree on a row."""
+    import pandas as pd
+    rows: dict[tuple[str, str], dict[str, object]] = {}
+    for label, run in runs.items():
+        for c in run.get("claims", []):
+            rows.setdefault(("claim", c["claim"].split(" (")[0]), {})[label] = c["holds"]
+        cells = {(c["table"], c["dataset"], c["method"], c["metric"]): c["value"] for c in run.get("cells", [])}
+        for part in ("seen", "unseen"):
+            v = cells.get(("s4.2", part, "DPR", "gold_in_top10"))
+            rows.setdefault(("gold in DPR top 10 (%)", part), {})[label] = float("nan") if v is None else 100 * v
+        for method in ("DPR", "Rerank-10", "Rerank-50", "ToolRerank"):
+            for avg in ("seen-avg", "unseen-avg", "all-avg"):
+                v = cells.get(("3", avg, method, "recall@5"))
+                rows.setdefault((f"{method} Recall@5 (%)", avg), {})[label] = float("nan") if v is None else 100 * v
+    df = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(runs))
+    df.index = pd.MultiIndex.from_tuples(df.index, names=["quantity", "row"])
+    is_claim = df.index.get_level_values(0) == "claim"
+    df.loc[is_claim] = df.loc[is_claim].fillna("n/a")
+    def shown(v):   # what a reader compares: verdicts as they are, numbers at one decimal, NaN as "n/a"
+        return v if not isinstance(v, float) else ("n/a" if v != v else round(v, 1))
+    df["changed"] = ["yes" if len({shown(v) for v in r}) > 1 else "no" for r in df[list(runs)].itertuples(index=False)]
+    return df

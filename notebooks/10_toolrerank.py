@@ -54,6 +54,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
+import tqdm.auto  # noqa: F401 - first import here: its one-time IProgress warning must not land in a checked cell
 
 from toolkit.metrics import evaluate
 from toolkit.report import side_by_side

@@ -396,10 +396,12 @@ ours_claims.drop(columns="tests").join(paper_claims.add_suffix(" (paper)"))
 # changes with the training is a property of the training, not of the data.
 
 # %%
-weak_file = rec.path.parent / "weak_setup_pool_seen.json"
+# the two kept weak-setup runs (they differ only in ce_neg_pool), read once: here and in the reading
+weak_runs = {pool_: json.loads(f_.read_text()) for pool_ in ("all", "seen")
+             if profile == "standard" and (f_ := rec.path.parent / f"weak_setup_pool_{pool_}.json").is_file()}
 runs_compared = None
-if weak_file.is_file() and profile == "standard":
-    runs_compared = analysis.compare_runs({"weak setup": json.loads(weak_file.read_text()),
+if "seen" in weak_runs:
+    runs_compared = analysis.compare_runs({"weak setup": weak_runs["seen"],
                                            "this run": {"claims": rec.extra["claims"], "cells": rec.cells}})
     display(runs_compared.round(1))
 
@@ -475,14 +477,11 @@ epochs_kept = ", ".join(
 # the negative pool, compared under the earlier weak setup (1 epoch, one gold API per query, one negative per query
 # mined by the off-the-shelf encoder; 100 queries per subset): two kept runs that differ only in ce_neg_pool
 pool_runs = {}
-for pool_ in ("all", "seen"):
-    _p = rec.path.parent / f"weak_setup_pool_{pool_}.json"
-    if _p.is_file() and profile == "standard":
-        _r = json.loads(_p.read_text())
-        _i1 = next(r for r in _r["seen_bias"] if r["subset"] == "I1-Tool")
-        pool_runs[pool_] = {"toolrerank": next(c["value"] for c in _r["cells"] if (c["table"], c["dataset"], c["method"],
-                            c["metric"]) == ("3", "all-avg", "ToolRerank", "recall@5")),
-                            "gold": _i1["score gold"], "other": _i1["score other (seen tool)"]}
+for pool_, _r in weak_runs.items():
+    _i1 = next(r for r in _r["seen_bias"] if r["subset"] == "I1-Tool")
+    pool_runs[pool_] = {"toolrerank": next(c["value"] for c in _r["cells"] if (c["table"], c["dataset"], c["method"],
+                        c["metric"]) == ("3", "all-avg", "ToolRerank", "recall@5")),
+                        "gold": _i1["score gold"], "other": _i1["score other (seen tool)"]}
 if len(pool_runs) == 2:
     a_, s_ = pool_runs["all"], pool_runs["seen"]
     negatives_text = (f"**Negatives matter.** Under the earlier weak setup (`results/10_toolrerank/weak_setup_pool_*.json`: "

@@ -28,7 +28,7 @@ from toolkit.data.contract import RetrievalDataset
 from .pipeline import Candidates
 
 VERSION = 2       # the file format: 2 = scores as float32 arrays, each distinct API embedding stored once (1: JSON
-                  # floats, embeddings per set; still read). 3.3 MB instead of 6.4 for the standard run's 3,098 queries
+                  # floats, embeddings per set; still read). 3.4 MB instead of 6.4 for the standard run's 3,098 queries
 KEY_VERSION = 1   # what the cached numbers mean (in the cache key); a new file format alone keeps the key
 
 
@@ -60,6 +60,28 @@ def _unb64(text: str, dtype, shape=None) -> np.ndarray:
     return a.reshape(shape) if shape is not None else a
 
 
+def _intern(rows, table: list, row_of: dict) -> list[int]:
+    """Each float16 row's index in ``table``, appending the rows not seen before (``row_of``: bytes -> index)."""
+    out = []
+    for row in rows:
+        out.append(row_of.setdefault(row.tobytes(), len(table)))
+        if out[-1] == len(table):
+            table.append(row)
+    return out
+
+
+def _pack_scores(values: list[float]) -> dict:
+    """Scores as one array: float32 when that is exact (a reranker's outputs), float64 otherwise."""
+    a = np.array(values, dtype=np.float64)
+    dtype = np.float32 if np.array_equal(a.astype(np.float32).astype(np.float64), a) else np.float64
+    return {"score_values": _b64(a.astype(dtype)), "score_dtype": np.dtype(dtype).name}
+
+
+def _file(meta: dict, table: list, sets: dict) -> dict:
+    emb = np.stack(table) if table else np.zeros((0, 0), dtype=np.float16)
+    return {"version": VERSION, "meta": meta, "emb": _b64(emb), "emb_shape": list(emb.shape), "sets": sets}
+
+
 def save(path: Path, cands: Mapping[str, Candidates], meta: dict | None = None) -> Path:
     """Write ``cands`` (every scored (query, API) pair, the classifier's decisions, the embeddings of the
     APIs in any candidate list, as float16) to ``path``; returns it.
@@ -73,25 +95,16 @@ def save(path: Path, cands: Mapping[str, Candidates], meta: dict | None = None) 
     for name, c in cands.items():
         docs = sorted({d for q in c.ranked for d in c.ranked[q]} | {d for q in c.scores for d in c.scores[q]})
         pos = {d: i for i, d in enumerate(docs)}
-        emb_rows = []
-        for d in docs:
-            row = np.asarray(c.doc_emb[c.doc_index[d]], dtype=np.float16)
-            emb_rows.append(row_of.setdefault(row.tobytes(), len(table)))
-            if emb_rows[-1] == len(table):
-                table.append(row)
+        rows = (np.asarray(c.doc_emb[c.doc_index[d]], dtype=np.float16) for d in docs)
         qs = list(c.dataset.queries)
-        values = np.array([v for q in qs for v in c.scores[q].values()], dtype=np.float64)
-        dtype = np.float32 if np.array_equal(values.astype(np.float32).astype(np.float64), values) else np.float64
         sets[name] = {
             "docs": docs,
             "ranked": {q: [pos[d] for d in c.ranked[q]] for q in qs},
             "score_docs": {q: [pos[d] for d in c.scores[q]] for q in qs},
-            "score_values": _b64(values.astype(dtype)), "score_dtype": np.dtype(dtype).name,
+            **_pack_scores([v for q in qs for v in c.scores[q].values()]),
             "single": {q: bool(c.single_pred[q]) for q in qs},
-            "emb_rows": emb_rows}
-    emb = np.stack(table) if table else np.zeros((0, 0), dtype=np.float16)
-    write_file(path, {"version": VERSION, "meta": meta or {}, "emb": _b64(emb), "emb_shape": list(emb.shape),
-                      "sets": sets})
+            "emb_rows": _intern(rows, table, row_of)}
+    write_file(path, _file(meta or {}, table, sets))
     return path
 
 
@@ -115,21 +128,11 @@ def upgrade(data: dict, path: Path | str = "score cache") -> dict:
                          "10_toolrerank with -p retrain=True to rewrite it")
     table, row_of, sets = [], {}, {}
     for name, s in data["sets"].items():
-        emb = _unb64(s["emb"], np.float16, s["emb_shape"])
-        emb_rows = []
-        for row in emb:
-            emb_rows.append(row_of.setdefault(row.tobytes(), len(table)))
-            if emb_rows[-1] == len(table):
-                table.append(row)
-        values = np.array([v for q in s["ranked"] for v in s["scores"][q].values()], dtype=np.float64)
-        dtype = np.float32 if np.array_equal(values.astype(np.float32).astype(np.float64), values) else np.float64
         sets[name] = {"docs": s["docs"], "ranked": s["ranked"],
                       "score_docs": {q: [int(i) for i in s["scores"][q]] for q in s["ranked"]},
-                      "score_values": _b64(values.astype(dtype)), "score_dtype": np.dtype(dtype).name,
-                      "single": s["single"], "emb_rows": emb_rows}
-    emb = np.stack(table) if table else np.zeros((0, 0), dtype=np.float16)
-    return {"version": VERSION, "meta": data.get("meta", {}), "emb": _b64(emb), "emb_shape": list(emb.shape),
-            "sets": sets}
+                      **_pack_scores([v for q in s["ranked"] for v in s["scores"][q].values()]),
+                      "single": s["single"], "emb_rows": _intern(_unb64(s["emb"], np.float16, s["emb_shape"]), table, row_of)}
+    return _file(data.get("meta", {}), table, sets)
 
 
 def load(path: Path, datasets: Mapping[str, RetrievalDataset], seen: set[str]) -> dict[str, Candidates]:

@@ -106,7 +106,9 @@ T.retrieval_table(out_dom, METRICS)
 # %%
 f = cfg.feedback
 print(f"LLM {cfg.llm}: K = {f.k} tools x <= {f.tool_chars} characters; <= {f.comprehension_tokens} / "
-      f"{f.assessment_tokens} / {f.refinement_tokens} tokens for comprehension / assessment / refinement; T = "
+      f"{f.assessment_tokens} / {f.refinement_tokens} tokens for comprehension / assessment / refinement; "
+      f"refinement decided by {'our code from the two yes/no answers' if f.decision == 'answers' else 'the LLM'} "
+      f"(decision = {f.decision!r}); T = "
       f"{cfg.training.rounds} rounds. Test samples: " + ", ".join(f"{g} {cfg.sample_size(g) or 'all'}" for g in tests
                                                                 if g != "All")
       + f"; training instructions with feedback: {cfg.train_feedback_requests or 'all'}; Tables 4, 6, 7: "
@@ -166,6 +168,20 @@ rec.extra["case_study"] = case
 print(case["text"] if case else "no refined instruction in the traces yet")
 
 # %% [markdown]
+# ## When does the LLM stop? Round 1's decision against the list it judged
+#
+# §4.2 asks two questions before refining (all goals solved? appropriate tools ranked highest?) and refines unless
+# both answers are "yes" (`FeedbackConfig.decision`: `"answers"` applies that rule in our code, `"model"` lets the LLM
+# write "N/A" itself). A strict reading of "all goals solved" is that the round-0 top K holds every gold API; the
+# table puts the LLM's "N/A" beside that, per set (the main run's test traces). "N/A with gold missing" is the share
+# of instructions the loop gave up on while the retriever had missed a gold API.
+
+# %%
+audit = pd.DataFrame(extra.get("decision_audit", []))
+rec.extra["decision_audit"] = audit.to_dict("records")
+audit.round(3) if len(audit) else print("no test trace yet")
+
+# %% [markdown]
 # ## The paper's claims, checked on this run and on the paper's own tables
 #
 # One row per claim of §5.2-5.3 (*pending* while a row it needs has no trace). `paper` applies the same test to the
@@ -219,6 +235,14 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
         "{4|toolbench-i2|w/o warm-up}, w/o hard-negative {4|toolbench-i2|w/o hard-negative}, w/o joint & hard-neg "
         "{4|toolbench-i2|w/o joint & hard-neg} (paper {paper:4|toolbench-i2|Ours} / {paper:4|toolbench-i2|w/o warm-up} "
         "/ {paper:4|toolbench-i2|w/o hard-negative} / {paper:4|toolbench-i2|w/o joint & hard-neg})."))
+if len(audit):
+    a = audit.set_index("set")
+    lines.append("- **Stopping** (round 1): the LLM asked for no refinement on "
+                 + ", ".join(f"{g} {a.at[g, 'N/A at round 1']:.0%}" for g in a.index)
+                 + " of the instructions; the round-0 top " + str(f.k) + " held every gold API for "
+                 + ", ".join(f"{g} {a.at[g, f'all gold in top {f.k}']:.0%}" for g in a.index)
+                 + "; it stopped with a gold API missing on "
+                 + ", ".join(f"{g} {a.at[g, 'N/A with gold missing']:.0%}" for g in a.index) + ".")
 if pending:
     lines.append(f"- **Pending:** {len(pending)} traces (listed above); the rows that need them are absent, not filled.")
 if profile == "smoke":

@@ -2,6 +2,7 @@
 
     python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2] [--tool-chars 600]
                                      [--caps 256,256,128] [--only chat] [--speculative ngram-simple,draft:qwen-0.5b]
+                                     [--decision answers|model|both]
 
 For ``--n`` seeded I2 queries, the top-10 APIs of the off-the-shelf MiniLM over the I2 candidate pool
 are given to the LLM; each variant runs with a fresh temporary response cache (every answer really
@@ -33,6 +34,10 @@ def main() -> int:
                     help="comma list of speculative-decoding settings to add as chat variants "
                          "(ngram-simple, ngram-mod, draft:qwen-0.5b); their answers are compared with the plain chat's")
     ap.add_argument("--draft-max", type=int, default=16, help="tokens drafted per step (speculative variants)")
+    ap.add_argument("--decision", choices=["answers", "model", "both"], default=None,
+                    help="FeedbackConfig.decision (default: its default); both: instead of the timing, the chat with "
+                         "each decision rule on the same queries, sharing steps 1-2 through one cache, and how often "
+                         "each stops (N/A) beside how often the top 10 holds every gold API")
     args = ap.parse_args()
     if args.n < 1:
         ap.error("--n must be >= 1")
@@ -51,10 +56,14 @@ def main() -> int:
 
     ds = load_dataset("toolbench-i2", corpus="pool").nested_sample(args.n, args.seed)
     run = retrieve(ds, build_retriever("minilm"), k=10)
+    if args.decision in ("answers", "model"):
+        overrides["decision"] = args.decision
     try:
         cfg = FeedbackConfig(**overrides)
     except ValueError as e:
         ap.error(str(e))
+    if args.decision == "both":
+        return decision_probe(ds, run, cfg, args)
     from toolkit.llm.backends import parse_speculative
     specs = [x for x in args.speculative.split(",") if x]
     try:
@@ -97,6 +106,40 @@ def main() -> int:
         a, b = rows["multi-turn chat"], rows["three independent calls"]
         print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "
               f"{sum((x.refined is None) == (y.refined is None) for x, y in zip(a['refined'], b['refined']))}/{args.n}")
+    return 0
+
+
+def decision_probe(ds, run, cfg, args) -> int:
+    """The chat with decision="answers" then "model" on the same queries, in one cache (their steps 1-2 are
+    the same requests): per query, the two answers, each rule's N/A, and whether the top 10 holds every gold API."""
+    from dataclasses import replace
+
+    from toolkit.feedback.round import feedback_round
+    from toolkit.llm.client import get_client
+    rules = ("answers", "model")
+    out = {r: [] for r in rules}
+    with tempfile.TemporaryDirectory() as tmp, get_client(args.model, "local", cache_root=tmp, namespace="bench",
+                                                           n_threads=args.threads, n_parallel=1) as llm:
+        for qid, q in ds.queries.items():
+            docs = [ds.corpus[d] for d in run[qid]]
+            for r in rules:
+                out[r].append(feedback_round(llm, q.text, docs, replace(cfg, decision=r)))
+    covered = [{d for d, v in ds.qrels[q].items() if v > 0} <= set(run[q]) for q in ds.queries]
+    print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, {args.threads} threads, {cfg}")
+    print(f"{'qid':<10}{'all gold in top 10':>20}{'answers':>14}{'N/A (answers)':>15}{'N/A (model)':>13}")
+    for i, qid in enumerate(ds.queries):
+        a = out["answers"][i]
+        print(f"{qid:<10}{str(covered[i]):>20}{'/'.join(a.answers):>14}{str(a.refined is None):>15}"
+              f"{str(out['model'][i].refined is None):>13}")
+    for r in rules:
+        na = [x.refined is None for x in out[r]]
+        print(f"decision={r}: N/A {sum(na)}/{len(na)}; N/A with a gold API missing "
+              f"{sum(n and not c for n, c in zip(na, covered))}; refined with every gold API in the top 10 "
+              f"{sum(not n and c for n, c in zip(na, covered))}")
+    print(f"top 10 holds every gold API: {sum(covered)}/{len(covered)}")
+    first = out["answers"][0]
+    print("\nfirst query, decision='answers' -- step 3:", repr(first.decision), "\nstep 4:", repr(first.refinement))
+    print("decision='model' -- step 3:", repr(out["model"][0].refinement))
     return 0
 
 

@@ -16,18 +16,21 @@ CORPUS = {f"d{i}": Document(f"d{i}", "Weather" if i < 2 else "Finance", f"tool{i
 
 
 def _scripted(refinements):
-    """An LLM that answers step 1 'C:<n turns>', step 2 'A:<...>' and step 3 from ``refinements``
-    (by the instruction it is asked about); records every request."""
+    """An LLM that answers step 1 'C:<n turns>', step 2 'A:<...>', and from ``refinements`` (by the
+    instruction it is asked about; missing = "N/A"): step 3's two questions ("1) yes 2) yes" for "N/A",
+    else "1) no 2) yes"), step 4's refinement, or decision="model"'s one-turn step 3; records every request."""
     seen = []
 
     def answer(req):
         msgs = req.messages()
         seen.append(msgs)
         last = msgs[-1]["content"]
-        if last.startswith("Step 3") or "Step 3: refinement" in last:
-            first = msgs[0]["content"]
-            instr = first.split("Instruction: ", 1)[1].split("\n", 1)[0]
-            return refinements.get(instr, "N/A")
+        instr = msgs[0]["content"].split("Instruction: ", 1)[1].split("\n", 1)[0]
+        wanted = refinements.get(instr, "N/A")
+        if "Step 3: decision" in last:
+            return "1) yes\n2) yes" if wanted == "N/A" else "1) no\n2) yes"
+        if "Step 4: refinement" in last or "Step 3: refinement" in last:
+            return wanted
         if "Step 2" in last:
             return f"A:{len(msgs)}"
         return f"C:{len(msgs)}"
@@ -44,8 +47,10 @@ def test_round_is_one_chat_whose_steps_see_the_previous_answers(tmp_path):
     fb = feedback_round(llm, "find weather", [CORPUS["d0"], CORPUS["d2"]])
     assert fb.comprehension == "C:1" and fb.assessment == "A:3"
     assert fb.refined == "get the weather forecast for Paris"
-    assert [len(m) for m in seen] == [1, 3, 5]                  # one growing chat
+    assert fb.answers == ("no", "yes") and fb.decision == "1) no\n2) yes"
+    assert [len(m) for m in seen] == [1, 3, 5, 7]               # one growing chat: steps 1-4
     assert seen[2][:4] == seen[1] + [{"role": "assistant", "content": "A:3"}]   # each turn extends the last
+    assert seen[3][:6] == seen[2] + [{"role": "assistant", "content": fb.decision}]
     assert seen[1][1] == {"role": "assistant", "content": "C:1"}
     # the tools are shown once, in the first turn, each cut to the budget
     tools_turn = seen[0][0]["content"]
@@ -62,23 +67,50 @@ def test_round_seconds_are_the_recorded_generation_times_also_when_replayed(tmp_
     answer, seen = _scripted({"find weather": "get the weather forecast"})
     llm = LLMClient(EchoBackend(answer_fn=answer, delay=0.05), cache_root=tmp_path, namespace="feedback")
     first = feedback_round(llm, "find weather", [CORPUS["d0"]])
-    assert first.seconds == pytest.approx(0.15)                 # three answers, 50 ms each as recorded
+    assert first.seconds == pytest.approx(0.20)                 # four answers, 50 ms each as recorded
     calls = []
     traces = iterate({"q": "find weather"}, _search_by_keyword(calls), CORPUS,
                      LLMClient(EchoBackend(answer_fn=answer, delay=0.0), cache_root=tmp_path, namespace="feedback"),
                      rounds=1, prefix=False, progress=False, cfg=FeedbackConfig(k=1))
-    assert traces["q"].seconds == [pytest.approx(0.15)] and len(seen) == 3     # served from the cache, not timed
+    assert traces["q"].seconds == [pytest.approx(0.20)] and len(seen) == 4     # served from the cache, not timed
     fb = feedback_round_independent(llm, "find weather", [CORPUS["d0"]])
-    assert fb.seconds == pytest.approx(0.15)
+    assert fb.seconds == pytest.approx(0.20)
 
 
 def test_independent_round_repeats_the_tools_in_every_call(tmp_path):
     answer, seen = _scripted({})
     fb = feedback_round_independent(_client(tmp_path, answer), "find weather", [CORPUS["d0"]])
-    assert fb.refined is None                                   # "N/A"
+    assert fb.refined is None and fb.answers == ("yes", "yes") and fb.refinement == ""   # no step 4 asked
     assert [len(m) for m in seen] == [1, 1, 1]
     assert all("tool0 / api0" in m[0]["content"] for m in seen)
     assert "C:1" in seen[1][0]["content"] and prompts.FEEDBACK_STEP_ASSESSMENT in seen[1][0]["content"]
+
+
+def test_decision_rule_asks_for_a_refinement_unless_both_answers_are_yes(tmp_path):
+    # §4.2: "if one of the answers is not 'yes', we prompt the LLM to provide a potential refinement"
+    cases = (("1) yes\n2) yes", False), ("1) Yes.\n2) No.", True), ("I am not sure.", True), ("N/A", False))
+    for i, (decision, asked) in enumerate(cases):
+        seen = []
+
+        def answer(req, decision=decision):
+            seen.append(req.messages()[-1]["content"])
+            last = seen[-1]
+            return decision if "Step 3: decision" in last else "get the weather" if "Step 4" in last else "x"
+        fb = feedback_round(_client(tmp_path / str(i), answer), "find weather", [CORPUS["d0"]])
+        assert (len(seen) == 4) is asked and (fb.refined == "get the weather") is asked, decision
+        assert fb.refined is not None or fb.refinement == ""
+
+
+def test_model_decision_is_one_step3_turn_and_its_na_ends_the_round(tmp_path):
+    cfg = FeedbackConfig(decision="model")
+    answer, seen = _scripted({"find weather": "Refined instruction: get the weather forecast"})
+    fb = feedback_round(_client(tmp_path, answer), "find weather", [CORPUS["d0"]], cfg)
+    assert [len(m) for m in seen] == [1, 3, 5] and prompts.FEEDBACK_STEP_REFINEMENT == seen[-1][-1]["content"]
+    assert fb.refined == "get the weather forecast" and fb.answers is None and fb.decision is None
+    fb = feedback_round_independent(_client(tmp_path / "i", answer), "stock price", [CORPUS["d0"]], cfg)
+    assert fb.refined is None and len(seen) == 6
+    with pytest.raises(ValueError, match="decision"):
+        FeedbackConfig(decision="llm")
 
 
 def _search_by_keyword(calls):
@@ -239,8 +271,9 @@ def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path):
     got = iterate_to_file(queries, _search_by_keyword(calls), CORPUS,
                           _client(tmp_path / "other-cache", answer), out, {"stage": "test"}, chunk=1, rounds=3)
     assert list(got) == ["q1", "q2", "q3"] and got["q1"].instructions == ["find weather", "find the weather forecast"]
+    assert got["q1"].answers == X.load_traces(out)["q1"].answers == [["no", "yes"], ["yes", "yes"]]
     assert all("q1" not in c for c in calls)                    # q1 was not run again (a fresh cache would have)
-    assert len(seen) == n_calls + 2 * 3                         # q2, q3: one round of three steps each, then N/A
+    assert len(seen) == n_calls + 2 * 3                         # q2, q3: one round of steps 1-3 each, then N/A
     assert X.load_meta(out)["complete"] is True and X.load_meta(out)["instructions"] == 3
     # the same traces as one uninterrupted loop
     whole = iterate(queries, _search_by_keyword([]), CORPUS, _client(tmp_path / "cache", answer), rounds=3,
@@ -256,3 +289,18 @@ def test_pending_row_says_a_partial_trace_is_in_progress(tmp_path):
     pending = []
     assert X.load_or_pending(p, ["a", "b"], pending, {"condition": "Ours"}) is None
     assert pending == [{"condition": "Ours", "why": "in progress: 1 of 2 instructions traced"}]
+
+
+def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():
+    from toolkit.feedback.experiment import decision_audit
+    from toolkit.feedback.loop import Trace
+    run = {"d0": 3.0, "d1": 2.0, "d2": 1.0}
+    traces = {"a": Trace("a", ["x"], [run], seconds=[1.0]),                     # N/A, gold d0 in top 2: right
+              "b": Trace("b", ["x"], [run], seconds=[1.0]),                     # N/A, gold d2 missing: wrong
+              "c": Trace("c", ["x", "y"], [run, run], seconds=[1.0]),           # refined, gold d2 missing: right
+              "d": Trace("d", ["x"], [run])}                                    # never asked: not counted
+    qrels = {"a": {"d0": 1}, "b": {"d0": 1, "d2": 1}, "c": {"d2": 1}, "d": {"d0": 1}}
+    row = decision_audit({"I2": traces}, {"I2": qrels}, k=2).iloc[0]
+    assert row["n"] == 3 and row["N/A at round 1"] == pytest.approx(2 / 3)
+    assert row["all gold in top 2"] == pytest.approx(1 / 3) and row["agreement"] == pytest.approx(2 / 3)
+    assert row["N/A with gold missing"] == pytest.approx(1 / 3)

@@ -248,3 +248,20 @@ def test_copies_of_the_fig5_examples_are_detected():
     got = copied_examples(["Book a round-trip flight ticket in economy class to Paris next weekend.",
                            "find the weather in Rome"])
     assert got == ["Book a round-trip flight ticket in economy class to Paris next weekend."]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("1) yes\n2) no", ("yes", "no")),
+    ("**1)** No.\n**2)** Yes", ("no", "yes")),
+    ("1. Have all the goals been solved? No, the weather is missing.\n2. yes", ("no", "yes")),
+    ("1) No. 2) Yes.", ("no", "yes")),
+    ("Q1: no Q2: no", ("no", "no")),
+    ("1)\nYes\n2)\nNo", ("yes", "no")),
+    ("Yes, no", ("yes", "no")),                          # no markers: the words in order
+    ("1) yes", ("yes", "?")),                            # question 2 unanswered
+    ("1) yes or no\n2) yes", ("?", "yes")),              # an echoed "yes or no" is no answer
+    ("N/A", ("yes", "yes")),                             # the paper's no-refinement token
+    ("", ("?", "?")),
+])
+def test_parse_decision_reads_the_two_answers(text, expected):
+    assert P.parse_decision(text) == expected

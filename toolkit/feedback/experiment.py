@@ -107,11 +107,12 @@ def toolretriever_trace_path(cfg, group: str) -> Path:
 # --- trace files ----------------------------------------------------------------------------------
 
 def save_traces(traces: Mapping[str, Trace], path: Path, meta: dict | None = None) -> Path:
-    """One JSON line per instruction (instructions, runs as [doc, score] lists, LLM seconds per round),
+    """One JSON line per instruction (instructions, runs as [doc, score] lists, LLM seconds and step 3's
+    yes/no answers per round),
     then ``<path>.meta.json`` (what produced it: models, stage timings)."""
     rows = [{"qid": t.qid, "instructions": t.instructions,
              "runs": [[[d, round(s, 6)] for d, s in list(r.items())[:DEPTH]] for r in t.runs],
-             "seconds": [round(s, 3) for s in t.seconds]} for t in traces.values()]
+             "seconds": [round(s, 3) for s in t.seconds], "answers": t.answers} for t in traces.values()]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
@@ -130,7 +131,8 @@ def load_traces(path: Path) -> dict[str, Trace]:
         for lineno, line in enumerate(f, 1):
             try:
                 r = json.loads(line)
-                out[r["qid"]] = Trace(r["qid"], r["instructions"], [dict(x) for x in r["runs"]], [], r["seconds"])
+                out[r["qid"]] = Trace(r["qid"], r["instructions"], [dict(x) for x in r["runs"]], [], r["seconds"],
+                                      r.get("answers", []))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
                 raise ValueError(f"{path}:{lineno}: not a feedback trace line ({e}); delete the file and rerun "
                                  f"its stage to regenerate it") from e
@@ -203,6 +205,26 @@ def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
             lines.append(f"   {rank}. {'*' if d in gold else ' '} {doc.tool} / {doc.api}")
     return {"qid": q, "rounds": len(tr.instructions) - 1, f"ndcg@{k} first": first, f"ndcg@{k} last": last,
             "text": "\n".join(lines)}
+
+
+def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_group: Mapping[str, Mapping],
+                   k: int = 10) -> pd.DataFrame:
+    """Round 1's refinement decision against the retrieval it judged: per group, how often the LLM asked for no
+    refinement ("N/A": both answers "yes", or decision="model"'s "N/A"), how often the round-0 top ``k`` already
+    held every gold API (the decision's "all goals solved" made strict), and how often the two agree."""
+    rows = []
+    for group, traces in traces_by_group.items():
+        asked = [tr for tr in traces.values() if tr.seconds]
+        if not asked:
+            continue
+        qrels = qrels_by_group[group]
+        na = [len(tr.instructions) == 1 for tr in asked]
+        covered = [{d for d, r in qrels[tr.qid].items() if r > 0} <= set(tr.top(0, k)) for tr in asked]
+        rows.append({"set": group, "n": len(asked), "N/A at round 1": sum(na) / len(asked),
+                     f"all gold in top {k}": sum(covered) / len(asked),
+                     "agreement": sum(a == c for a, c in zip(na, covered)) / len(asked),
+                     "N/A with gold missing": sum(a and not c for a, c in zip(na, covered)) / len(asked)})
+    return pd.DataFrame(rows)
 
 
 def pending_row(table: str, condition_label: str, group: str, command: str, why: str = "no trace") -> dict:
@@ -351,6 +373,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 len(i2), per_query=pq)
         extra["stopped_after_round"] = {t: sum(len(tr.instructions) - 1 == t for tr in i2.values())
                                         for t in range(cfg.training.rounds + 1)}
+    extra["decision_audit"] = decision_audit(ours, {g: tests[g].qrels for g in ours}, cfg.feedback.k).to_dict("records")
     # Tables 4, 6, 7: conditions on the I2 ablation sample; the main run's row from its I2 trace
     sample = ablation_sample(cfg, tests)
     qrels2 = tests[ABLATION_GROUP].qrels

@@ -37,6 +37,8 @@ class Trace:
     feedback: list[RoundFeedback] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)      # LLM seconds per round (Table 5's cost), as
                                                             # recorded with the answers when they were generated
+    answers: list[list[str] | None] = field(default_factory=list)   # per round, step 3's yes/no answers
+                                                                    # (decision="answers"; None otherwise)
 
     @property
     def stopped(self) -> bool:
@@ -69,6 +71,7 @@ def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Doc
             # the generation time recorded with the answers: a resumed run's cached rounds keep their real cost
             tr.seconds.append(fb.seconds if fb.seconds is not None else time.perf_counter() - t0)
             tr.feedback.append(fb)
+            tr.answers.append(list(fb.answers) if fb.answers else None)
             if fb.refined is not None:
                 tr.instructions.append(fb.refined)
                 refined[tr.qid] = iteration_prefix(fb.refined, t, prefix)

@@ -1,7 +1,8 @@
 """One round of LLM feedback (Xu et al. 2024, §4.2): comprehension (Eq. 2), assessment (Eq. 3),
-refinement (Eq. 4: a refined instruction, or "N/A").
+refinement (Eq. 4: a refined instruction, or "N/A" when the answers to its two questions are both "yes";
+see :class:`FeedbackConfig` ``decision`` for who applies that rule).
 
-The three steps run as **one multi-turn chat**: the first user turn holds the instruction and the
+The steps run as **one multi-turn chat**: the first user turn holds the instruction and the
 K retrieved tools (category, name, description and parameters, each cut to ``tool_chars``
 characters) with the comprehension request; the assessment and refinement requests follow as
 later turns, so each step sees the previous answers, as Eqs. 3-4 require, and llama.cpp reuses the
@@ -24,19 +25,34 @@ from toolkit.llm.base import Sampling
 NAMESPACE = "feedback"
 
 
+DECISIONS = ("answers", "model")
+
+
 @dataclass(frozen=True)
 class FeedbackConfig:
-    """The feedback LLM's settings. The paper (gpt-3.5-turbo) states none; greedy decoding here."""
+    """The feedback LLM's settings. The paper (gpt-3.5-turbo) states none; greedy decoding here.
+
+    ``decision`` -- who applies §4.2's rule "if one of the answers [to the two questions] is not 'yes', we
+    prompt the LLM to provide a potential refinement; otherwise it returns 'N/A'":
+    ``"answers"`` (default, the rule as the paper words it): step 3 answers the two questions yes/no, our
+    code applies the rule, and a fourth turn asks for the refined instruction only when one is not "yes";
+    ``"model"``: one step-3 turn in which the LLM answers the questions itself and writes "N/A" or the
+    refinement (one turn fewer)."""
     k: int = 10                        # K tools shown to the LLM (§5.1)
     tool_chars: int = 600              # per-tool budget, characters (~150 tokens): 10 tools ~ 1,500 tokens
     comprehension_tokens: int = 256
     assessment_tokens: int = 256
     refinement_tokens: int = 128
+    decision: str = "answers"
+    decision_tokens: int = 24          # "1) no\n2) yes" and a little slack
 
     def __post_init__(self) -> None:
-        for name in ("k", "tool_chars", "comprehension_tokens", "assessment_tokens", "refinement_tokens"):
+        for name in ("k", "tool_chars", "comprehension_tokens", "assessment_tokens", "refinement_tokens",
+                     "decision_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"FeedbackConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.decision not in DECISIONS:
+            raise ValueError(f"FeedbackConfig.decision must be one of {DECISIONS}, got {self.decision!r}")
 
     def sampling(self, step: str) -> Sampling:
         return Sampling(temperature=0.0, top_p=1.0, max_tokens=getattr(self, f"{step}_tokens"), seed=0)
@@ -46,10 +62,12 @@ class FeedbackConfig:
 class RoundFeedback:
     comprehension: str
     assessment: str
-    refinement: str                    # the raw answer of step 3
+    refinement: str                    # the raw refinement answer ("" when the decision asked for none)
     refined: str | None                # the parsed refined instruction; None = "N/A" (leave the loop)
-    seconds: float | None = None       # the three answers' generation seconds as recorded in the cache
+    seconds: float | None = None       # the answers' generation seconds as recorded in the cache
                                        # (None when a backend recorded none: the loop times the round itself)
+    decision: str | None = None        # decision="answers": the raw step-3 answer to the two questions
+    answers: tuple[str, str] | None = None   # ... parsed: "yes" / "no" / "?" each
 
 
 def first_turn(instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig()) -> str:
@@ -72,31 +90,56 @@ def _recorded(llm, calls: list[tuple[list[dict], Sampling]], namespace: str) -> 
     return None if any(x is None for x in secs) else sum(secs)
 
 
+def _refine_needed(answers: tuple[str, str]) -> bool:
+    return answers != ("yes", "yes")           # §4.2: "if one of the answers is not 'yes'"
+
+
 def feedback_round(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig(),
                    namespace: str = NAMESPACE) -> RoundFeedback:
-    """The three steps as one chat: [user: tools + step 1] -> F_C, [user: step 2] -> F_A, [user: step 3] -> F_R."""
-    msgs = [{"role": "user", "content": first_turn(instruction, docs, cfg)}]
-    calls = [(list(msgs), cfg.sampling("comprehension"))]
-    comp = _ask(llm, *calls[-1], namespace)
-    msgs += [{"role": "assistant", "content": comp}, {"role": "user", "content": prompts.FEEDBACK_STEP_ASSESSMENT}]
-    calls.append((list(msgs), cfg.sampling("assessment")))
-    assess = _ask(llm, *calls[-1], namespace)
-    msgs += [{"role": "assistant", "content": assess}, {"role": "user", "content": prompts.FEEDBACK_STEP_REFINEMENT}]
-    calls.append((list(msgs), cfg.sampling("refinement")))
-    refine = _ask(llm, *calls[-1], namespace)
-    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
+    """The steps as one chat: [user: tools + step 1] -> F_C, [user: step 2] -> F_A, then either
+    [user: step 3 questions] -> yes/no and, unless both are "yes", [user: step 4] -> F_R (``decision="answers"``),
+    or [user: step 3] -> F_R or "N/A" (``decision="model"``)."""
+    msgs: list[dict] = []
+    calls: list[tuple[list[dict], Sampling]] = []
+
+    def turn(text: str, step: str) -> str:
+        msgs.append({"role": "user", "content": text})
+        calls.append((list(msgs), cfg.sampling(step)))
+        out = _ask(llm, *calls[-1], namespace)
+        msgs.append({"role": "assistant", "content": out})
+        return out
+
+    comp = turn(first_turn(instruction, docs, cfg), "comprehension")
+    assess = turn(prompts.FEEDBACK_STEP_ASSESSMENT, "assessment")
+    if cfg.decision == "model":
+        refine = turn(prompts.FEEDBACK_STEP_REFINEMENT, "refinement")
+        return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
+    decision = turn(prompts.FEEDBACK_STEP_DECISION, "decision")
+    answers = parsers.parse_decision(decision)
+    refine = turn(prompts.FEEDBACK_STEP_REFINE, "refinement") if _refine_needed(answers) else ""
+    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine) if refine else None,
+                         _recorded(llm, calls, namespace), decision, answers)
 
 
 def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig(),
                                namespace: str = NAMESPACE) -> RoundFeedback:
-    """The same three steps as three independent calls (each re-reads the tools)."""
+    """The same steps as independent calls (each re-reads the tools and is given the previous answer)."""
     slots = {"k": str(len(docs)), "instruction": instruction,
              "tools": prompts.format_tools(docs, max_chars=cfg.tool_chars)}
-    user = lambda text: [{"role": "user", "content": text}]  # noqa: E731
-    calls = [(user(prompts.FEEDBACK_COMPREHENSION.format(**slots)), cfg.sampling("comprehension"))]
-    comp = _ask(llm, *calls[-1], namespace)
-    calls.append((user(prompts.FEEDBACK_ASSESSMENT.format(**slots, comprehension=comp)), cfg.sampling("assessment")))
-    assess = _ask(llm, *calls[-1], namespace)
-    calls.append((user(prompts.FEEDBACK_REFINEMENT.format(**slots, assessment=assess)), cfg.sampling("refinement")))
-    refine = _ask(llm, *calls[-1], namespace)
-    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
+    calls: list[tuple[list[dict], Sampling]] = []
+
+    def call(template, step: str, **previous) -> str:
+        calls.append(([{"role": "user", "content": template.format(**slots, **previous)}], cfg.sampling(step)))
+        return _ask(llm, *calls[-1], namespace)
+
+    comp = call(prompts.FEEDBACK_COMPREHENSION, "comprehension")
+    assess = call(prompts.FEEDBACK_ASSESSMENT, "assessment", comprehension=comp)
+    if cfg.decision == "model":
+        refine = call(prompts.FEEDBACK_REFINEMENT, "refinement", assessment=assess)
+        return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
+    decision = call(prompts.FEEDBACK_DECISION, "decision", assessment=assess)
+    answers = parsers.parse_decision(decision)
+    refine = (call(prompts.FEEDBACK_REFINE, "refinement", assessment=assess, decision=decision)
+              if _refine_needed(answers) else "")
+    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine) if refine else None,
+                         _recorded(llm, calls, namespace), decision, answers)

@@ -228,6 +228,32 @@ def hyde_name_description(doc: str) -> str:
     return f"{name}: {desc}" if name and desc else name or desc
 
 
+_QUESTION_MARK = re.compile(r"(?im)(?:^|(?<=\s))[*_(\[#-]*(?:q(?:uestion)?\s*)?([12])\s*[).:\-]")
+_YES_NO = re.compile(r"\b(yes|no)\b", re.I)
+
+
+def parse_decision(text: str) -> tuple[str, str]:
+    """Feedback step 3 in ``decision="answers"`` mode (§4.2): the answers to its two questions, each
+    ``"yes"``, ``"no"`` or ``"?"`` (unreadable). The answer to question i is the first yes/no word after
+    the line's marker "i)" (also "i." / "Qi:" / "**i)**"); with no markers, the yes/no words in order. An
+    echoed "yes or no" is not an answer; a bare "N/A" (the paper's no-refinement token) counts as two "yes".
+    §4.2's rule reads this as: refine unless both are "yes" -- so an unreadable answer asks for a refinement."""
+    if is_na(text or ""):
+        return "yes", "yes"
+    t = re.sub(r"\byes\s+or\s+no\b", " ", (text or "").replace("\r", ""), flags=re.I)
+    marks = list(_QUESTION_MARK.finditer(t))
+    answers = {}
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(t)
+        yn = _YES_NO.search(t, m.end(), end)
+        if yn and m.group(1) not in answers:
+            answers[m.group(1)] = yn.group(1).lower()
+    if not marks:
+        words = [w.lower() for w in _YES_NO.findall(t)]
+        answers = dict(zip("12", words))
+    return answers.get("1", "?"), answers.get("2", "?")
+
+
 def parse_refinement(text: str) -> str | None:
     """Feedback step 3 (§4.2): ``None`` for "N/A" (no refinement), else the refined instruction."""
     if text is None or is_na(text):

@@ -234,10 +234,25 @@ FEEDBACK_STEP_ASSESSMENT = """Step 2: assessment. Based on your comprehension of
 1) Identify which of the user's goals could and could not be solved by the retrieved tools, with corresponding reasons.
 2) Analyze whether the ranked order of the retrieved tools corresponds with their significance in addressing the user's intent, with specific reasons."""
 
-FEEDBACK_STEP_REFINEMENT = """Step 3: refinement. Based on your assessment, answer two questions: 1) Have all the user's goals been solved by the currently retrieved tools? 2) Have all existing appropriate tools been given the highest ranking priorities by the retriever?
+_FEEDBACK_QUESTIONS = """1) Have all the user's goals been solved by the currently retrieved tools? 2) Have all existing appropriate tools been given the highest ranking priorities by the retriever?"""
+
+_FEEDBACK_ENRICH = """Enrich it in two dimensions: 1) more detailed and personalized content about those user's intents which have not been solved by the current tools, helping the retriever explore other relevant tools; 2) more scenario-specific tool-usage information about the existing appropriate tools, helping the retriever give higher ranking priority to those tools."""
+
+# decision="model": one step-3 turn in which the LLM applies §4.2's rule itself ("N/A" or the refinement)
+FEEDBACK_STEP_REFINEMENT = """Step 3: refinement. Based on your assessment, answer two questions: """ + _FEEDBACK_QUESTIONS + """
 If both answers are "yes", do not refine anything and return only the special token "N/A".
-Otherwise, refine the user instruction to improve the tool retrieval. Enrich it in two dimensions: 1) more detailed and personalized content about those user's intents which have not been solved by the current tools, helping the retriever explore other relevant tools; 2) more scenario-specific tool-usage information about the existing appropriate tools, helping the retriever give higher ranking priority to those tools.
+Otherwise, refine the user instruction to improve the tool retrieval. """ + _FEEDBACK_ENRICH + """
 Return only the refined instruction (or "N/A"), without any explanation."""
+
+# decision="answers" (default): step 3 answers the two questions, our code applies §4.2's rule ("if one of the
+# answers is not 'yes', we prompt the LLM to provide a potential refinement") and asks step 4 only then
+FEEDBACK_STEP_DECISION = """Step 3: decision. Based on your assessment, answer two questions with "yes" or "no": """ + _FEEDBACK_QUESTIONS + """
+Answer in exactly this form, without any explanation:
+1) yes or no
+2) yes or no"""
+
+FEEDBACK_STEP_REFINE = """Step 4: refinement. Refine the user instruction to improve the tool retrieval. """ + _FEEDBACK_ENRICH + """
+Return only the refined instruction, without any explanation."""
 
 FEEDBACK_COMPREHENSION = PromptTemplate(
     name="feedback_comprehension",
@@ -272,10 +287,38 @@ Your assessment of the retrieved tools:
 )
 
 
+FEEDBACK_DECISION = PromptTemplate(
+    name="feedback_decision",
+    text=_FEEDBACK_HEAD + """
+Your assessment of the retrieved tools:
+<assessment>
+
+""" + FEEDBACK_STEP_DECISION,
+    slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "assessment": "<assessment>"},
+    source="Iterative feedback, §4.2 'Refinement', its two questions (Eq. 4's decision); our wording",
+    verbatim=False,
+)
+
+FEEDBACK_REFINE = PromptTemplate(
+    name="feedback_refine",
+    text=_FEEDBACK_HEAD + """
+Your assessment of the retrieved tools:
+<assessment>
+
+Your yes/no answers to the questions """ + _FEEDBACK_QUESTIONS + """
+<decision>
+
+""" + FEEDBACK_STEP_REFINE,
+    slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "assessment": "<assessment>",
+           "decision": "<decision>"},
+    source="Iterative feedback, §4.2 'Refinement' (Eq. 4), asked when an answer is not 'yes'; our wording",
+    verbatim=False,
+)
+
 PROMPTS: dict[str, PromptTemplate] = {t.name: t for t in (
     REINVOKE_SYNTHETIC_QUERY, REINVOKE_INTENT, REINVOKE_HYDE,
     QUERYGEN_DESCRIPTION, QUERYGEN_INTENT,
-    FEEDBACK_COMPREHENSION, FEEDBACK_ASSESSMENT, FEEDBACK_REFINEMENT,
+    FEEDBACK_COMPREHENSION, FEEDBACK_ASSESSMENT, FEEDBACK_REFINEMENT, FEEDBACK_DECISION, FEEDBACK_REFINE,
 )}
 
 

@@ -244,7 +244,11 @@ if len(audit):
                  + "; it stopped with a gold API missing on "
                  + ", ".join(f"{g} {a.at[g, 'N/A with gold missing']:.0%}" for g in a.index) + ".")
 if pending:
-    lines.append(f"- **Pending:** {len(pending)} traces (listed above); the rows that need them are absent, not filled.")
+    partial = (llm_values[llm_values.n < llm_values.planned][["table", "set", "method"]].drop_duplicates().shape[0]
+               if len(llm_values) else 0)
+    lines.append(f"- **Pending:** {len(pending)} traces (listed above). A trace still being generated gives its rows on "
+                 f"the instructions traced so far ({partial} rows here; their n and notes say so); the rows of a "
+                 "trace not started are absent, not filled.")
 if profile == "smoke":
     lines.append("- *Smoke profile: an echo stand-in LLM and a few training steps; these numbers mean nothing.*")
 display(Markdown("\n".join(lines)))

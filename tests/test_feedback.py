@@ -289,6 +289,28 @@ def test_pending_row_says_a_partial_trace_is_in_progress(tmp_path):
     pending = []
     assert X.load_or_pending(p, ["a", "b"], pending, {"condition": "Ours"}) is None
     assert pending == [{"condition": "Ours", "why": "in progress: 1 of 2 instructions traced"}]
+    # partial: the traced part is evaluated, and the pending row says so
+    pending = []
+    got = X.load_or_pending(p, ["b", "a"], pending, {"condition": "Ours"}, partial=True)
+    assert list(got) == ["a"] and pending[0]["why"] == "in progress: 1 of 2 instructions traced; its rows use those 1"
+    # a complete trace that lacks queries (the sample changed) is never used in part
+    X.save_traces({"a": Trace("a", ["x"], [{"d0": 1.0}])}, p, {"complete": True})
+    pending = []
+    assert X.load_or_pending(p, ["a", "b"], pending, {"condition": "Ours"}, partial=True) is None
+    assert "sample changed" in pending[0]["why"]
+
+
+def test_sample_notes_say_when_a_row_is_partial():
+    import pandas as pd
+
+    from toolkit.feedback import tables as T
+    from toolkit.feedback.config import config_for
+    tests = {"I2": type("DS", (), {"queries": dict.fromkeys(range(230))})()}
+    v = pd.DataFrame([{"set": "I2", "method": "Ours", "n": 20, "planned": 230},
+                      {"set": "I2", "method": "Ours", "n": 230, "planned": 230},
+                      {"set": "I2", "method": "ToolRetriever", "n": 230, "planned": float("nan")}])
+    notes = T.sample_notes(v, tests, config_for("smoke"))
+    assert "partial: 20 of the 230 planned" in notes[0] and "partial" not in notes[1] + notes[2]
 
 
 def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():

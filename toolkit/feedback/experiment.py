@@ -237,19 +237,23 @@ def command(stage: str, cfg, group: str | None = None, table: str | None = None,
     return f"python -m toolkit.feedback {stage} --profile {cfg.profile}{grp}{cond}"
 
 
-def load_or_pending(path: Path, needed, pending: list, row: dict) -> dict[str, Trace] | None:
-    """The traces at ``path`` if they cover every qid in ``needed``; else ``None`` and a pending row."""
+def load_or_pending(path: Path, needed, pending: list, row: dict, partial: bool = False) -> dict[str, Trace] | None:
+    """The traces at ``path`` if they cover every qid in ``needed``; else ``None`` and a pending row -- or, with
+    ``partial``, while the trace's generation is in progress, the instructions traced so far (and a pending row
+    saying how many), so a long generation's committed part is evaluated, with its n, before it is complete."""
     if not path.is_file():
         pending.append(row)
         return None
     tr = load_traces(path)
     missing = [q for q in needed if q not in tr]
     if missing:
-        why = (f"in progress: {len(needed) - len(missing)} of {len(needed)} instructions traced"
-               if load_meta(path).get("complete") is False else
+        in_progress = load_meta(path).get("complete") is False
+        done = len(needed) - len(missing)
+        why = (f"in progress: {done} of {len(needed)} instructions traced"
+               + (f"; its rows use those {done}" if partial and done else "") if in_progress else
                f"trace lacks {len(missing)} of {len(needed)} queries (sample changed?)")
         pending.append({**row, "why": why})
-        return None
+        return {q: tr[q] for q in needed if q in tr} if partial and in_progress and done else None
     return {q: tr[q] for q in needed}
 
 
@@ -311,24 +315,27 @@ def ablation_sample(cfg, tests: Mapping) -> list[str]:
 def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[pd.DataFrame, list[dict], dict]:
     """Every table's rows from the traces: (values, pending, extra). ``values`` has columns table, set,
     method, metric, n, value, ours_only (fractions; seconds for Table 5's efficiency), per_query
-    (``{qid: value}``, for the claims' significance tests). With
+    (``{qid: value}``, for the claims' significance tests), planned (the row's sample when complete: an LLM
+    trace still being generated gives rows on its first n < planned instructions). With
     ``run_missing`` (smoke), missing stages run here first; otherwise they are listed in ``pending``."""
     from toolkit.feedback import stages
     pending: list[dict] = []
     out: list[dict] = []
     extra: dict = {"traces": {}}
 
-    def get(path: Path, needed, row: dict, produce):
+    def get(path: Path, needed, row: dict, produce, partial: bool = False):
         if run_missing and not (path.is_file() and set(needed) <= set(load_traces(path))):
             produce()
-        got = load_or_pending(path, needed, pending, row)
+        got = load_or_pending(path, needed, pending, row, partial)
         if got is not None:
             extra["traces"][path.name] = {"queries": len(got), **{k: v for k, v in load_meta(path).items()
                                                                   if k in ("stage", "wall_s", "model", "llm")}}
         return got
 
-    def add(table, label, method, values, n, ours_only=False, per_query=None):
-        out.extend({**r, "table": table} for r in rows(label, method, values, n, ours_only, per_query))
+    def add(table, label, method, values, n, ours_only=False, per_query=None, planned=None):
+        """``planned``: the instructions the row's LLM sample holds when complete (n < planned: in progress)"""
+        out.extend({**r, "table": table, "planned": planned or n}
+                   for r in rows(label, method, values, n, ours_only, per_query))
 
     def measured(traces, qrels, t=None, metrics=METRICS):
         """(means, per-query values) of ``trace_values``"""
@@ -345,7 +352,8 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         n = cfg.sample_size(label)
         ours[label] = get(test_trace_path(cfg, label, n), llm_sample(cfg, tests, label),
                           pending_row("2, 3, 5", "Ours", label, command("test", cfg, label)),
-                          lambda label=label, n=n: stages.test(cfg, label, n, llm))
+                          lambda label=label, n=n: stages.test(cfg, label, n, llm), partial=True)
+    planned = {label: len(llm_sample(cfg, tests, label)) for label in (*IN_DOMAIN, *OUT_OF_DOMAIN)}
     tool, ours = with_all({k: v for k, v in tool.items() if v}), with_all({k: v for k, v in ours.items() if v})
     for label in (*IN_DOMAIN, *OUT_OF_DOMAIN):
         table = "2" if label in IN_DOMAIN else "3"
@@ -357,20 +365,21 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         if label in ours:
             sample = ours[label]
             o, pq = measured(sample, qrels, metrics=metrics)
-            add(table, label, "Ours", o, len(sample), per_query=pq)
+            add(table, label, "Ours", o, len(sample), per_query=pq, planned=planned[label])
             if label in tool and set(sample) <= set(tool[label]):
                 t, pq = measured({q: tool[label][q] for q in sample}, qrels, metrics=metrics)
                 if len(sample) < len(tool[label]):
-                    add(table, label, "ToolRetriever (LLM sample)", t, len(sample), ours_only=True, per_query=pq)
+                    add(table, label, "ToolRetriever (LLM sample)", t, len(sample), ours_only=True, per_query=pq,
+                        planned=planned[label])
                 add(table, label, "% improve", {m: o[m] / t[m] - 1 if t[m] else float("nan") for m in metrics},
-                    len(sample))
+                    len(sample), planned=planned[label])
     # Table 5: rounds 1-3 of the main run on I2, with the LLM seconds per instruction
     i2 = ours.get(ABLATION_GROUP)
     if i2:
         for t in range(1, cfg.training.rounds + 1):
             v, pq = measured(i2, tests[ABLATION_GROUP].qrels, t)
             add("5", ABLATION_GROUP, f"Ours (T={t})", {**v, "seconds_per_instruction": seconds_per_instruction(i2, t)},
-                len(i2), per_query=pq)
+                len(i2), per_query=pq, planned=planned[ABLATION_GROUP])
         extra["stopped_after_round"] = {t: sum(len(tr.instructions) - 1 == t for tr in i2.values())
                                         for t in range(cfg.training.rounds + 1)}
     extra["decision_audit"] = decision_audit(ours, {g: tests[g].qrels for g in ours}, cfg.feedback.k).to_dict("records")
@@ -380,17 +389,18 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     main_rows = {"4": "Ours", "6": "Ours (BERT-based)"}
     for table, conds in CONDITIONS.items():
         metrics = METRICS if table != "6" else METRICS[:3]
-        if i2 and set(sample) <= set(i2) and table in main_rows:
-            v, pq = measured({q: i2[q] for q in sample}, qrels2, metrics=metrics)
-            add(table, ABLATION_GROUP, main_rows[table], v, len(sample), per_query=pq)
+        main = [q for q in sample if q in (i2 or {})]      # the main run's I2 trace may be in progress
+        if main and table in main_rows:
+            v, pq = measured({q: i2[q] for q in main}, qrels2, metrics=metrics)
+            add(table, ABLATION_GROUP, main_rows[table], v, len(main), per_query=pq, planned=len(sample))
         for label in conds:
             c = condition(cfg, table, label)
             got = get(test_trace_path(c, ABLATION_GROUP, cfg.ablation_requests), sample,
                       pending_row(table, label, ABLATION_GROUP, command("test", cfg, ABLATION_GROUP, table, label)),
-                      lambda c=c: stages.test(c, ABLATION_GROUP, cfg.ablation_requests, llm))
+                      lambda c=c: stages.test(c, ABLATION_GROUP, cfg.ablation_requests, llm), partial=True)
             if got:
                 v, pq = measured(got, qrels2, metrics=metrics)
-                add(table, ABLATION_GROUP, label, v, len(got), per_query=pq)
+                add(table, ABLATION_GROUP, label, v, len(got), per_query=pq, planned=len(sample))
     # Figure 4: a case study from the main run's test traces (I2 first, as the paper's multi-tool example)
     for label in (ABLATION_GROUP, *GROUPS):
         if label in ours:

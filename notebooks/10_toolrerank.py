@@ -439,6 +439,8 @@ if drawn:
                            **{f"best {k}": d_.best[k] for k in ("m_s", "m_u", "n", "har")}} for d_ in drawn]).set_index("seed"))
     spread = draws_mod.spread_table(drawn)
     claims_stability = draws_mod.claims_by_draw(drawn)
+    # the full-strength run's verdict beside the draws' (it is not one of them: its training is stronger)
+    claims_stability.insert(0, "full run", ours_claims["holds"].reindex(claims_stability.index).fillna("n/a"))
     display(spread.round(1), claims_stability)
 if draws_pending:
     print(f"{len(draws_pending)} of {len(cfg.draw_seeds)} draws pending (no score cache):")
@@ -551,8 +553,11 @@ ToolRerank {{tr_tr!p}}.
 if spread is not None and len(drawn) > 1:
     gap = spread.loc[("gold in DPR top 10", "seen - unseen")]
     r5 = {m: spread.loc[(f"{m} Recall@5", "all-avg")] for m in ("DPR", "Rerank-10", "ToolRerank")}
-    stable = claims_stability[claims_stability["stable"] == "yes"].index.tolist()
-    unstable = claims_stability[claims_stability["stable"] == "no"].index.tolist()
+    seeds_ = [c for c in claims_stability if c.startswith("seed ")]
+    stable = [f"{c} ({r[seeds_[0]]}; full run {r['full run']})" for c, r in claims_stability.iterrows()
+              if r["stable"] == "yes"]
+    unstable = [f"{c} ({'/'.join(r[seeds_])}; full run {r['full run']})" for c, r in claims_stability.iterrows()
+                if r["stable"] == "no"]
     text += (f"\n**Across {len(drawn)} held-out draws** (seeds {', '.join(str(d_.seed) for d_ in drawn)}; the draw setup, "
              f"{cfg.draw_subset_queries or 'all'} queries per subset): seen − unseen gold in the DPR top 10 is "
              f"{gap['mean']:+.1f} points on average (min {gap['min']:+.1f}, max {gap['max']:+.1f}; paper "

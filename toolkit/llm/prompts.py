@@ -254,66 +254,30 @@ Answer in exactly this form, without any explanation:
 FEEDBACK_STEP_REFINE = """Step 4: refinement. Refine the user instruction to improve the tool retrieval. """ + _FEEDBACK_ENRICH + """
 Return only the refined instruction, without any explanation."""
 
-FEEDBACK_COMPREHENSION = PromptTemplate(
-    name="feedback_comprehension",
-    text=_FEEDBACK_HEAD + "\n" + FEEDBACK_STEP_COMPREHENSION,
-    slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>"},
-    source="Iterative feedback, §4.2 'Comprehension' (Eq. 2); our wording, the paper prints no prompt",
-    verbatim=False,
-)
-
-FEEDBACK_ASSESSMENT = PromptTemplate(
-    name="feedback_assessment",
-    text=_FEEDBACK_HEAD + """
-Your comprehension of the instruction and the tools:
-<comprehension>
-
-""" + FEEDBACK_STEP_ASSESSMENT,
-    slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "comprehension": "<comprehension>"},
-    source="Iterative feedback, §4.2 'Assessment' (Eq. 3); our wording, the paper prints no prompt",
-    verbatim=False,
-)
-
-FEEDBACK_REFINEMENT = PromptTemplate(
-    name="feedback_refinement",
-    text=_FEEDBACK_HEAD + """
-Your assessment of the retrieved tools:
-<assessment>
-
-""" + FEEDBACK_STEP_REFINEMENT,
-    slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "assessment": "<assessment>"},
-    source="Iterative feedback, §4.2 'Refinement' (Eq. 4); our wording, the paper prints no prompt",
-    verbatim=False,
-)
+def _feedback_call(name: str, step: str, source: str, previous: tuple[tuple[str, str], ...] = ()) -> PromptTemplate:
+    """One independent feedback call: the head (instruction and tools), the earlier answers it needs
+    (``(label, slot)`` pairs, each pasted under its label), then the step's request."""
+    sections = "".join(f"\n{label}\n<{slot}>\n" for label, slot in previous)
+    slots = {"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", **{s: f"<{s}>" for _, s in previous}}
+    return PromptTemplate(name=name, text=_FEEDBACK_HEAD + sections + "\n" + step, slots=slots,
+                          source=source + "; our wording, the paper prints no prompt", verbatim=False)
 
 
-FEEDBACK_DECISION = PromptTemplate(
-    name="feedback_decision",
-    text=_FEEDBACK_HEAD + """
-Your assessment of the retrieved tools:
-<assessment>
+_ASSESSMENT_ANSWER = ("Your assessment of the retrieved tools:", "assessment")
+FEEDBACK_COMPREHENSION = _feedback_call("feedback_comprehension", FEEDBACK_STEP_COMPREHENSION,
+                                        "Iterative feedback, §4.2 'Comprehension' (Eq. 2)")
+FEEDBACK_ASSESSMENT = _feedback_call("feedback_assessment", FEEDBACK_STEP_ASSESSMENT,
+                                     "Iterative feedback, §4.2 'Assessment' (Eq. 3)",
+                                     (("Your comprehension of the instruction and the tools:", "comprehension"),))
+FEEDBACK_REFINEMENT = _feedback_call("feedback_refinement", FEEDBACK_STEP_REFINEMENT,
+                                     "Iterative feedback, §4.2 'Refinement' (Eq. 4)", (_ASSESSMENT_ANSWER,))
+FEEDBACK_DECISION = _feedback_call("feedback_decision", FEEDBACK_STEP_DECISION,
+                                   "Iterative feedback, §4.2 'Refinement', its two questions", (_ASSESSMENT_ANSWER,))
+FEEDBACK_REFINE = _feedback_call("feedback_refine", FEEDBACK_STEP_REFINE,
+                                 "Iterative feedback, §4.2 'Refinement' (Eq. 4), asked when an answer is not 'yes'",
+                                 (_ASSESSMENT_ANSWER,
+                                  ("Your yes/no answers to the questions " + _FEEDBACK_QUESTIONS, "decision")))
 
-""" + FEEDBACK_STEP_DECISION,
-    slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "assessment": "<assessment>"},
-    source="Iterative feedback, §4.2 'Refinement', its two questions (Eq. 4's decision); our wording",
-    verbatim=False,
-)
-
-FEEDBACK_REFINE = PromptTemplate(
-    name="feedback_refine",
-    text=_FEEDBACK_HEAD + """
-Your assessment of the retrieved tools:
-<assessment>
-
-Your yes/no answers to the questions """ + _FEEDBACK_QUESTIONS + """
-<decision>
-
-""" + FEEDBACK_STEP_REFINE,
-    slots={"k": "<k>", "instruction": "<instruction>", "tools": "<tools>", "assessment": "<assessment>",
-           "decision": "<decision>"},
-    source="Iterative feedback, §4.2 'Refinement' (Eq. 4), asked when an answer is not 'yes'; our wording",
-    verbatim=False,
-)
 
 PROMPTS: dict[str, PromptTemplate] = {t.name: t for t in (
     REINVOKE_SYNTHETIC_QUERY, REINVOKE_INTENT, REINVOKE_HYDE,

@@ -554,9 +554,9 @@ if spread is not None and len(drawn) > 1:
     gap = spread.loc[("gold in DPR top 10", "seen - unseen")]
     r5 = {m: spread.loc[(f"{m} Recall@5", "all-avg")] for m in ("DPR", "Rerank-10", "ToolRerank")}
     seeds_ = [c for c in claims_stability if c.startswith("seed ")]
-    stable = [f"{c} ({r[seeds_[0]]}; full run {r['full run']})" for c, r in claims_stability.iterrows()
+    stable = [f"*{c}*: {r[seeds_[0]]} on every draw, full run {r['full run']}" for c, r in claims_stability.iterrows()
               if r["stable"] == "yes"]
-    unstable = [f"{c} ({'/'.join(r[seeds_])}; full run {r['full run']})" for c, r in claims_stability.iterrows()
+    unstable = [f"*{c}*: {'/'.join(r[seeds_])} by seed, full run {r['full run']}" for c, r in claims_stability.iterrows()
                 if r["stable"] == "no"]
     text += (f"\n**Across {len(drawn)} held-out draws** (seeds {', '.join(str(d_.seed) for d_ in drawn)}; the draw setup, "
              f"{cfg.draw_subset_queries or 'all'} queries per subset): seen − unseen gold in the DPR top 10 is "

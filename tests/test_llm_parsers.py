@@ -123,6 +123,20 @@ def test_real_hyde_document():
     assert doc.startswith("{") and doc.endswith("}") and '"api_name": "weather"' in doc and "Begin" not in doc
 
 
+# qwen-0.5b's step-4 answer (scripts/bench_feedback.py --decision both, G2_instruction/81337), cut at its 96 tokens
+REAL_QWEN05_STEP4 = ("Certainly! Here's a refined instruction:\n\n### Refined Instruction\n\n**I want to organize a company "
+                     "event and include some entertaining records.**\n\n**You need to include some entertaining records "
+                     "related to 'push ups'.**\n\n**You also need to recommend a random Quick Pick for Lotto America to "
+                     "add some fun to our event.**\n\n**The Guinness World Records related to 'push ups' are available.**"
+                     "\n\n**The Guinness World Records API provides a comprehensive list of Guinness World Records for a")
+
+
+def test_real_step4_refinement_skips_its_heading_and_keeps_every_paragraph():
+    out = P.parse_refinement(REAL_QWEN05_STEP4)
+    assert out.startswith("I want to organize a company event") and "Quick Pick for Lotto America" in out
+    assert "Refined Instruction" not in out and "**" not in out and "#" not in out
+
+
 def test_real_refinement_na():
     assert P.parse_refinement(REAL_QWEN05_REFINEMENT) is None
 
@@ -192,6 +206,12 @@ def test_refinement_na(text):
     ('Sure, here is the refined instruction:\n\n"Find a pet-friendly hotel in Paris."\n\nThis adds detail.',
      "Find a pet-friendly hotel in Paris."),
     ("Refined Instruction:\nFind a hotel\nin Paris", "Find a hotel in Paris"),
+    # headings and bold labels before the instruction are not the instruction
+    ("**Refined Instruction:**\n\nI want to organize an event.", "I want to organize an event."),
+    ("### Refined Instruction\nFind hotels in Rome.\n\nThis refinement adds the city.", "Find hotels in Rome."),
+    # paragraphs of one instruction are joined, up to a comment or a new section
+    ("Find flights to Rome.\n\nUse economy class.\n\nNote: dates matter.", "Find flights to Rome. Use economy class."),
+    ("I need the weather.\n\n### Explanation\nIt adds things.", "I need the weather."),
 ])
 def test_refinement_text(text, expected):
     assert P.parse_refinement(text) == expected

@@ -254,21 +254,45 @@ def parse_decision(text: str) -> tuple[str, str]:
     return answers.get("1", "?"), answers.get("2", "?")
 
 
+_REFINED_LABEL = re.compile(r"refined\s+(?:user\s+)?instruction\s*[*_]*\s*[:\-]", re.I)
+_NOT_INSTRUCTION = re.compile(r"^\s*(?:#|(?:this|these|by|note|explanation|i\s|i'|hope|let\s+me|in\s+this|with\s+this|"
+                              r"the\s+refined|here)\b)", re.I)
+
+
+def _is_heading_or_label(line: str) -> bool:
+    item = clean_item(line)
+    return (line.startswith("#") or not item.strip("*_#:- ")
+            or re.fullmatch(r"(?:the\s+)?refined\s+(?:user\s+)?instruction\W*", item, re.I) is not None
+            or line.rstrip("*_ ").endswith(":") and len(line.split()) <= 12)
+
+
 def parse_refinement(text: str) -> str | None:
-    """Feedback step 3 (§4.2): ``None`` for "N/A" (no refinement), else the refined instruction."""
+    """Feedback refinement (§4.2, Eq. 4): ``None`` for "N/A" (no refinement), else the refined instruction:
+    the text after a "Refined instruction:" label if there is one, without preambles, headings and labels
+    ("### Refined Instruction", "**Refined Instruction:**"), its paragraphs joined until one that comments
+    on it ("This refinement ...", "Note: ...", a heading)."""
     if text is None or is_na(text):
         return None
     t = text.replace("\r", "").strip()
-    m = re.search(r"refined\s+instruction\s*[:\-]\s*(.+)", t, re.I | re.S)
+    m = _REFINED_LABEL.search(t)
     if m:
-        t = m.group(1).strip()
-    paras = [p.strip() for p in re.split(r"\n\s*\n", t) if p.strip()]
-    if not paras:
-        return None
-    first = paras[0]
-    if len(paras) > 1 and first.rstrip().endswith(":"):     # "Sure, here is the refined instruction:"
-        first = paras[1]
-    out = " ".join(clean_item(ln) for ln in first.split("\n") if ln.strip()).strip(_QUOTES + " ")
+        t = t[m.end():].strip()
+    body: list[str] = []
+    for para in (p.strip() for p in re.split(r"\n\s*\n", t) if p.strip()):
+        lines = [ln.strip() for ln in para.split("\n") if ln.strip()]
+        if not body:                       # before the instruction: headings, labels, "Here it is:" lines
+            while lines and _is_heading_or_label(lines[0]):
+                lines.pop(0)
+            if not lines:
+                continue
+        elif _NOT_INSTRUCTION.match(lines[0]) or _NOT_INSTRUCTION.match(clean_item(lines[0])):
+            break                          # a comment on the refinement, or a new section
+        line = " ".join(clean_item(ln) for ln in lines).strip(_QUOTES + " ")
+        if body and _is_explanation(line):
+            break
+        if line:
+            body.append(line)
+    out = re.sub(r"\*\*|__", "", " ".join(body)).strip()       # emphasis left open by the token cap
     if not out or is_na(out):
         return None
     return out

@@ -94,52 +94,56 @@ def _refine_needed(answers: tuple[str, str]) -> bool:
     return answers != ("yes", "yes")           # §4.2: "if one of the answers is not 'yes'"
 
 
+def _steps(ask, cfg: FeedbackConfig, llm, calls: list, namespace: str) -> RoundFeedback:
+    """The round's steps in order, whatever carries them: ``ask(step, **previous answers)`` -> the answer."""
+    comp = ask("comprehension")
+    assess = ask("assessment", comprehension=comp)
+    if cfg.decision == "model":
+        refine = ask("refinement", assessment=assess)
+        return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
+    decision = ask("decision", assessment=assess)
+    answers = parsers.parse_decision(decision)
+    refine = ask("refine", assessment=assess, decision=decision) if _refine_needed(answers) else ""
+    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine) if refine else None,
+                         _recorded(llm, calls, namespace), decision, answers)
+
+
+def _tokens(step: str) -> str:
+    return "refinement" if step == "refine" else step        # step 4 has the refinement's token cap
+
+
 def feedback_round(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig(),
                    namespace: str = NAMESPACE) -> RoundFeedback:
     """The steps as one chat: [user: tools + step 1] -> F_C, [user: step 2] -> F_A, then either
     [user: step 3 questions] -> yes/no and, unless both are "yes", [user: step 4] -> F_R (``decision="answers"``),
-    or [user: step 3] -> F_R or "N/A" (``decision="model"``)."""
+    or [user: step 3] -> F_R or "N/A" (``decision="model"``). Each turn sees the earlier ones in the chat."""
+    texts = {"comprehension": first_turn(instruction, docs, cfg), "assessment": prompts.FEEDBACK_STEP_ASSESSMENT,
+             "refinement": prompts.FEEDBACK_STEP_REFINEMENT, "decision": prompts.FEEDBACK_STEP_DECISION,
+             "refine": prompts.FEEDBACK_STEP_REFINE}
     msgs: list[dict] = []
     calls: list[tuple[list[dict], Sampling]] = []
 
-    def turn(text: str, step: str) -> str:
-        msgs.append({"role": "user", "content": text})
-        calls.append((list(msgs), cfg.sampling(step)))
+    def turn(step: str, **_previous) -> str:
+        msgs.append({"role": "user", "content": texts[step]})
+        calls.append((list(msgs), cfg.sampling(_tokens(step))))
         out = _ask(llm, *calls[-1], namespace)
         msgs.append({"role": "assistant", "content": out})
         return out
-
-    comp = turn(first_turn(instruction, docs, cfg), "comprehension")
-    assess = turn(prompts.FEEDBACK_STEP_ASSESSMENT, "assessment")
-    if cfg.decision == "model":
-        refine = turn(prompts.FEEDBACK_STEP_REFINEMENT, "refinement")
-        return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
-    decision = turn(prompts.FEEDBACK_STEP_DECISION, "decision")
-    answers = parsers.parse_decision(decision)
-    refine = turn(prompts.FEEDBACK_STEP_REFINE, "refinement") if _refine_needed(answers) else ""
-    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine) if refine else None,
-                         _recorded(llm, calls, namespace), decision, answers)
+    return _steps(turn, cfg, llm, calls, namespace)
 
 
 def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig(),
                                namespace: str = NAMESPACE) -> RoundFeedback:
     """The same steps as independent calls (each re-reads the tools and is given the previous answer)."""
+    templates = {"comprehension": prompts.FEEDBACK_COMPREHENSION, "assessment": prompts.FEEDBACK_ASSESSMENT,
+                 "refinement": prompts.FEEDBACK_REFINEMENT, "decision": prompts.FEEDBACK_DECISION,
+                 "refine": prompts.FEEDBACK_REFINE}
     slots = {"k": str(len(docs)), "instruction": instruction,
              "tools": prompts.format_tools(docs, max_chars=cfg.tool_chars)}
     calls: list[tuple[list[dict], Sampling]] = []
 
-    def call(template, step: str, **previous) -> str:
-        calls.append(([{"role": "user", "content": template.format(**slots, **previous)}], cfg.sampling(step)))
+    def call(step: str, **previous) -> str:
+        calls.append(([{"role": "user", "content": templates[step].format(**slots, **previous)}],
+                      cfg.sampling(_tokens(step))))
         return _ask(llm, *calls[-1], namespace)
-
-    comp = call(prompts.FEEDBACK_COMPREHENSION, "comprehension")
-    assess = call(prompts.FEEDBACK_ASSESSMENT, "assessment", comprehension=comp)
-    if cfg.decision == "model":
-        refine = call(prompts.FEEDBACK_REFINEMENT, "refinement", assessment=assess)
-        return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine), _recorded(llm, calls, namespace))
-    decision = call(prompts.FEEDBACK_DECISION, "decision", assessment=assess)
-    answers = parsers.parse_decision(decision)
-    refine = (call(prompts.FEEDBACK_REFINE, "refinement", assessment=assess, decision=decision)
-              if _refine_needed(answers) else "")
-    return RoundFeedback(comp, assess, refine, parsers.parse_refinement(refine) if refine else None,
-                         _recorded(llm, calls, namespace), decision, answers)
+    return _steps(call, cfg, llm, calls, namespace)

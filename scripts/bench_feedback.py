@@ -16,6 +16,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
@@ -33,6 +34,9 @@ def main() -> int:
     ap.add_argument("--speculative", default="",
                     help="comma list of speculative-decoding settings to add as chat variants "
                          "(ngram-simple, ngram-mod, draft:qwen-0.5b); their answers are compared with the plain chat's")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="llama.cpp slots; with more than 1, that many queries' rounds run at once (their decoding "
+                         "batched): compare 'total s' with a --parallel 1 run for the throughput")
     ap.add_argument("--draft-max", type=int, default=16, help="tokens drafted per step (speculative variants)")
     ap.add_argument("--decision", choices=["answers", "model", "both"], default=None,
                     help="FeedbackConfig.decision (default: its default); both: instead of the timing, the chat with "
@@ -41,6 +45,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.n < 1:
         ap.error("--n must be >= 1")
+    if args.parallel < 1:
+        ap.error("--parallel must be >= 1")
     overrides = {} if args.tool_chars is None else {"tool_chars": args.tool_chars}
     if args.caps:
         try:
@@ -78,23 +84,33 @@ def main() -> int:
     for name, fn, spec in todo:
         kw = {"speculative": spec, "draft_max": args.draft_max} if spec else {}
         with tempfile.TemporaryDirectory() as tmp, get_client(args.model, "local", cache_root=tmp, namespace="bench",
-                                                               n_threads=args.threads, n_parallel=1, **kw) as llm:
+                                                               n_threads=args.threads, n_parallel=args.parallel,
+                                                               **kw) as llm:
             llm.chat("warm-up", max_tokens=1)           # model load outside the timing
-            secs, out = [], []
-            for qid, q in ds.queries.items():
-                docs = [ds.corpus[d] for d in run[qid]]
+
+            def one(qid):
                 t0 = time.perf_counter()
-                out.append(fn(llm, q.text, docs, cfg))
-                secs.append(time.perf_counter() - t0)
+                fb = fn(llm, ds.queries[qid].text, [ds.corpus[d] for d in run[qid]], cfg)
+                return fb, time.perf_counter() - t0
+            t_all = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=args.parallel) as ex:
+                done = list(ex.map(one, ds.queries))
+            wall = time.perf_counter() - t_all
+            out, secs = [d[0] for d in done], [d[1] for d in done]
             ans = list(llm.cache(NAMESPACE).answers())          # the rounds' answers (not the warm-up's)
             texts[name] = [(x.comprehension, x.assessment, x.refinement) for x in out]
-            rows[name] = {"median s/round": statistics.median(secs), "total s": sum(secs),
-                          "tokens out": sum(a.get("ntok") or 0 for a in ans), "refined": out}
-    print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, 1 slot, {args.threads} threads, {cfg}")
+            rows[name] = {"median s/round": statistics.median(secs), "total s": wall,
+                          "tokens out": sum(a.get("ntok") or 0 for a in ans), "refined": out,
+                          "steps": step_tokens(ans) if fn is feedback_round else None}
+    print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, {args.parallel} slot(s), {args.threads} threads, {cfg}")
     print(f"{'variant':<40}{'median s/round':>16}{'total s':>10}{'tokens out':>12}{'N/A':>6}")
     for name, r in rows.items():
         print(f"{name:<40}{r['median s/round']:>16.1f}{r['total s']:>10.1f}{r['tokens out']:>12}"
               f"{sum(x.refined is None for x in r['refined']):>6}")
+    for name, r in rows.items():
+        for step, (ntoks, capped, cap) in (r["steps"] or {}).items():
+            print(f"  {name}, turn {step}: {len(ntoks)} answers, median {statistics.median(ntoks):.0f} tokens "
+                  f"(max {max(ntoks)}), {capped}/{len(ntoks)} stopped by the cap of {cap}")
     plain = rows.get("multi-turn chat")
     for name in [n for n in rows if n.startswith("chat, speculative")]:
         if plain is None:
@@ -107,6 +123,20 @@ def main() -> int:
         print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "
               f"{sum((x.refined is None) == (y.refined is None) for x, y in zip(a['refined'], b['refined']))}/{args.n}")
     return 0
+
+
+def step_tokens(answers) -> dict:
+    """Chat answers by turn (the number of user messages in the prompt): tokens generated, how many stopped
+    at the turn's cap, and the cap -- which step's cap is worth cutting."""
+    out: dict = {}
+    for a in answers:
+        if not isinstance(a["prompt"], list):
+            continue
+        turn = sum(m.get("role") == "user" for m in a["prompt"])
+        ntoks, capped, _ = out.setdefault(turn, ([], 0, (a.get("sampling") or {}).get("max_tokens")))
+        ntoks.append(a.get("ntok") or 0)
+        out[turn] = (ntoks, capped + (a.get("fin") == "length"), out[turn][2])
+    return dict(sorted(out.items()))
 
 
 def decision_probe(ds, run, cfg, args) -> int:

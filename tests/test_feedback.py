@@ -142,6 +142,37 @@ def test_loop_prefixes_iterations_stops_at_na_and_keeps_the_last_list(tmp_path):
     assert iteration_prefix("x", 2, prefix=False) == "x"
 
 
+def test_loop_runs_instructions_concurrently_with_the_same_traces(tmp_path):
+    import threading
+    import time as _time
+    refinements = {f"need {i}": f"need {i} now" for i in range(6)}
+    answer, _ = _scripted(refinements)
+    live, peak = [0], [0]
+    lock = threading.Lock()
+
+    def slow(req):                     # counts the chats in flight
+        with lock:
+            live[0] += 1
+            peak[0] = max(peak[0], live[0])
+        _time.sleep(0.01)
+        with lock:
+            live[0] -= 1
+        return answer(req)
+    queries = {f"q{i}": f"need {i}" for i in range(6)}
+    one = iterate(queries, _search_by_keyword([]), CORPUS, _client(tmp_path / "a", answer), rounds=2,
+                  progress=False, workers=1)
+    backend = EchoBackend(answer_fn=slow)
+    backend.max_concurrency = 3
+    llm = LLMClient(backend, cache_root=tmp_path / "b", namespace="feedback")
+    many = iterate(queries, _search_by_keyword([]), CORPUS, llm, rounds=2, progress=False)   # the backend's 3
+    assert peak[0] == 3
+    assert list(many) == list(queries)
+    assert {q: (t.instructions, t.runs, t.answers) for q, t in one.items()} == \
+        {q: (t.instructions, t.runs, t.answers) for q, t in many.items()}
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        iterate(queries, _search_by_keyword([]), CORPUS, llm, workers=0)
+
+
 def test_feedback_config_rejects_bad_values():
     with pytest.raises(ValueError, match="k must be >= 1"):
         FeedbackConfig(k=0)

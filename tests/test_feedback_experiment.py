@@ -138,3 +138,15 @@ def test_a_condition_must_be_a_row_of_tables_4_6_7():
     assert parse_condition(cfg, "7:Ours (dim=512)").training.embedding_size == 512
     with pytest.raises(SystemExit, match="not a row of Tables 4, 6 or 7; known: '4:w/o warm-up'"):
         parse_condition(cfg, "4:w/o everything")
+
+
+def test_llm_slots_must_be_positive_and_reach_the_backend(tmp_path, monkeypatch):
+    from toolkit.feedback import stages
+    with pytest.raises(ValueError, match="llm_slots must be >= 1"):
+        config_for("standard", llm_slots=0)
+    seen = {}
+    monkeypatch.setattr("toolkit.llm.client.get_client", lambda *a, **kw: seen.update(kw) or "client")
+    assert stages.llm_client(config_for("standard")) == "client" and seen["n_parallel"] == 4
+    seen.clear()
+    stages.llm_client(config_for("smoke"))
+    assert "n_parallel" not in seen                    # None: the backend's own default (echo has no slots)

@@ -4,8 +4,9 @@ Round 0 retrieves with "Iteration 0: <instruction>". Round t = 1..T gives the LL
 instruction and its top-K tools (:func:`toolkit.feedback.round.feedback_round`); a refined
 instruction q^t is retrieved with "Iteration t: <q^t>", while "N/A" ends the loop for that
 instruction. The final list is the last round's retrieval. Retrieval is batched over the
-instructions still in the loop; the LLM answers one instruction at a time (its three steps share
-one chat, so the KV cache of the round is reused).
+instructions still in the loop; each instruction's round is one chat (its steps share the KV cache
+of the round), and up to ``workers`` instructions' chats run at once (default: the backend's
+``max_concurrency``, its llama.cpp slots), so their decoding is batched.
 
     traces = iterate(queries, search, corpus, llm, rounds=3)
     run = final_run(traces)                    # {qid: {doc_id: score}} after the last round
@@ -51,11 +52,20 @@ class Trace:
 
 def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Document], llm, rounds: int = 3,
             cfg: FeedbackConfig = FeedbackConfig(), prefix: bool = True, namespace: str = NAMESPACE,
-            progress: bool = True) -> dict[str, Trace]:
-    """Run T = ``rounds`` rounds of feedback over ``queries``; returns one :class:`Trace` each."""
+            progress: bool = True, workers: int | None = None) -> dict[str, Trace]:
+    """Run T = ``rounds`` rounds of feedback over ``queries``; returns one :class:`Trace` each.
+    ``workers``: instructions whose round runs at once (None: the backend's ``max_concurrency``). Each
+    chat is the same whatever the concurrency; only a slot's batched decoding can change a greedy answer
+    (llama.cpp's batches are not bit-identical to single-sequence decoding)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from tqdm.auto import tqdm
     if rounds < 0:
         raise ValueError(f"rounds must be >= 0, got {rounds}")
+    if workers is None:
+        workers = getattr(getattr(llm, "backend", None), "max_concurrency", 1) or 1
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     traces = {q: Trace(q, [text]) for q, text in queries.items()}
     for q, r in search({q: iteration_prefix(t.instructions[0], 0, prefix) for q, t in traces.items()}).items():
         traces[q].runs.append(r)
@@ -64,12 +74,17 @@ def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Doc
         if not active:
             break
         refined = {}
-        for tr in tqdm(active, desc=f"feedback round {t}", disable=not progress):
-            docs = [corpus[d] for d in tr.top(t - 1, cfg.k)]
+
+        def one(tr: Trace) -> tuple[RoundFeedback, float]:
             t0 = time.perf_counter()
-            fb = feedback_round(llm, tr.instructions[-1], docs, cfg, namespace)
+            fb = feedback_round(llm, tr.instructions[-1], [corpus[d] for d in tr.top(t - 1, cfg.k)], cfg, namespace)
+            return fb, time.perf_counter() - t0
+        with ThreadPoolExecutor(max_workers=min(workers, len(active))) as ex:
+            done = tqdm(ex.map(one, active), total=len(active), desc=f"feedback round {t}", disable=not progress)
+            results = list(done)
+        for tr, (fb, wall) in zip(active, results):        # in the instructions' order, whatever finished first
             # the generation time recorded with the answers: a resumed run's cached rounds keep their real cost
-            tr.seconds.append(fb.seconds if fb.seconds is not None else time.perf_counter() - t0)
+            tr.seconds.append(fb.seconds if fb.seconds is not None else wall)
             tr.feedback.append(fb)
             tr.answers.append(list(fb.answers) if fb.answers else None)
             if fb.refined is not None:

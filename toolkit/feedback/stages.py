@@ -27,7 +27,8 @@ def llm_client(cfg):
     from toolkit.llm.client import get_client
     from toolkit.paths import cache_dir
     root = cache_dir() / "llm_cache_smoke" if cfg.llm_backend == "echo" else None
-    return get_client(cfg.llm, cfg.llm_backend, namespace="feedback", cache_root=root, mode="live")
+    slots = {} if cfg.llm_slots is None else {"n_parallel": cfg.llm_slots}
+    return get_client(cfg.llm, cfg.llm_backend, namespace="feedback", cache_root=root, mode="live", **slots)
 
 
 def dense_search(model_path: Path | str, corpus, depth: int = X.DEPTH):
@@ -69,6 +70,7 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
     done = {q: done[q] for q in queries if q in done}
     prior_wall = X.load_meta(out).get("wall_s", 0.0) if done else 0.0
     todo = [q for q in queries if q not in done]
+    meta = {**meta, "llm_slots": getattr(getattr(llm, "backend", None), "max_concurrency", 1)}
     t0 = time.perf_counter()
     bar = tqdm(total=len(queries), initial=len(done), desc=f"feedback {meta.get('stage', '')} {meta.get('group', '')}",
                unit="instr")

@@ -106,13 +106,45 @@ T.retrieval_table(out_dom, METRICS)
 # %%
 f = cfg.feedback
 print(f"LLM {cfg.llm}: K = {f.k} tools x <= {f.tool_chars} characters; <= {f.comprehension_tokens} / "
-      f"{f.assessment_tokens} / {f.refinement_tokens} tokens for comprehension / assessment / refinement; "
+      f"{f.assessment_tokens} / {f.decision_tokens} / {f.refinement_tokens} tokens for comprehension / assessment / "
+      f"decision / refinement; "
       f"refinement decided by {'our code from the two yes/no answers' if f.decision == 'answers' else 'the LLM'} "
       f"(decision = {f.decision!r}); T = "
       f"{cfg.training.rounds} rounds. Test samples: " + ", ".join(f"{g} {cfg.sample_size(g) or 'all'}" for g in tests
                                                                 if g != "All")
       + f"; training instructions with feedback: {cfg.train_feedback_requests or 'all'}; Tables 4, 6, 7: "
       f"{cfg.ablation_requests} I2 queries per row.")
+
+# %% [markdown]
+# **What a round costs, measured** (`scripts/bench_feedback.py --out`, committed in `results/bench/feedback_round.json`):
+# the multi-turn chat against independent calls (one per step, each re-reading the K tools) on the same I2 inputs,
+# and the chat with several llama.cpp slots (that many instructions' rounds decoded together). The plan's hours are an
+# upper bound (every instruction through all T rounds); the progress table reads the committed traces.
+
+# %%
+from toolkit.feedback import budget as B  # noqa: E402
+
+bench = B.load_bench()
+display(B.bench_table(bench) if bench else "no benchmark recorded (scripts/bench_feedback.py --out)")
+plan = B.planned_instructions(cfg, tests)
+brec, solo = B.bench_record(bench, cfg), B.bench_record(bench, cfg, slots=1, variant="independent")
+budget = {"planned instructions": plan}
+if solo is not None and "chat" in solo["variants"]:
+    budget["chat speed-up over independent calls"] = (solo["variants"]["independent"]["seconds per round"]
+                                                      / solo["variants"]["chat"]["seconds per round"])
+    print(f"one round as a chat: {budget['chat speed-up over independent calls']:.2f}x the throughput of independent "
+          f"calls ({solo['n']} rounds each, 1 slot, measured {solo['measured']})")
+if brec is not None:
+    budget["seconds per round"] = brec["variants"]["chat"]["seconds per round"]
+    budget["plan hours (upper bound)"] = B.plan_hours(plan, cfg.training.rounds, budget["seconds per round"])
+    print(f"plan: {sum(plan.values()):,} instructions x up to {cfg.training.rounds} rounds x "
+          f"{budget['seconds per round']:.1f} s per round ({brec['slots']} slot(s), measured {brec['measured']}) "
+          f"<= {budget['plan hours (upper bound)']:.0f} h of generation")
+budget["progress"] = B.progress(cfg, tests)
+rec.extra["budget"] = {**budget, "progress": budget["progress"].reset_index().to_dict("records")}
+budget["progress"]
+
+# %%
 llm_values, pending, extra = X.collect(cfg, tests, run_missing=cfg.run_missing)
 llm_values["note"] = T.sample_notes(llm_values, tests, cfg)
 for table, v in llm_values.groupby("table", sort=False):
@@ -144,11 +176,15 @@ side_by_side(rec, T.PAPER, "2")
 #
 # Tables 4, 6, 7 on the `ablation_requests` I2 sample (the main run's row on the same queries); Table 5 on the whole
 # I2 LLM sample, with the LLM seconds per instruction measured when the traces were generated (an instruction that
-# answered "N/A" spends no time in later rounds). Table 6: MiniLM in place of BERT-base, mpnet in place of
+# answered "N/A" spends no time in later rounds). With several llama.cpp slots (`llm_slots`, printed below from the
+# traces) a round's seconds are its latency while other instructions' rounds are decoded beside it — the latency a
+# user waits, not the machine's cost per round, which is the benchmark's throughput above. Table 6: MiniLM in place of BERT-base, mpnet in place of
 # RoBERTa-base — mpnet trains ~5x slower than MiniLM on this CPU, so its warm-up uses a seeded sample of pairs
 # (`toolkit.feedback.experiment.CONDITIONS`). Table 7: a linear projection after the encoder's pooling to each size.
 
 # %%
+slots = sorted({t.get("llm_slots", 1) for t in extra["traces"].values() if t.get("stage") == "test"})
+print(f"test traces generated with {' / '.join(map(str, slots)) or 'no'} llama.cpp slot(s)")
 for table in ("4", "5", "6", "7"):
     metrics = METRICS + (["seconds_per_instruction"] if table == "5" else [])
     if (llm_values.table == table).any():

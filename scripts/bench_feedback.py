@@ -1,13 +1,14 @@
-"""Benchmark: one feedback round as a multi-turn chat vs three independent calls (same inputs).
+"""Benchmark: one feedback round as a multi-turn chat vs independent calls, one per step (same inputs).
 
     python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2] [--tool-chars 600]
                                      [--caps 256,256,128] [--only chat] [--speculative ngram-simple,draft:qwen-0.5b]
-                                     [--decision answers|model|both]
+                                     [--decision answers|model|both] [--parallel 4] [--out FILE]
 
 For ``--n`` seeded I2 queries, the top-10 APIs of the off-the-shelf MiniLM over the I2 candidate pool
 are given to the LLM; each variant runs with a fresh temporary response cache (every answer really
 generated), one llama.cpp slot, prompt-prefix reuse on, model load excluded. Prints wall seconds per
 round (median and total), tokens generated, and whether the two variants agree on N/A. A benchmark prints figures; it is not a timed test.
+``--out results/bench/feedback_round.json`` also records them there (notebook 30's budget section reads that file).
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=1,
                     help="llama.cpp slots; with more than 1, that many queries' rounds run at once (their decoding "
                          "batched): compare 'total s' with a --parallel 1 run for the throughput")
+    ap.add_argument("--out", default=None,
+                    help="also record the figures in this JSON file (the notebook reads results/bench/feedback_round.json)")
     ap.add_argument("--draft-max", type=int, default=16, help="tokens drafted per step (speculative variants)")
     ap.add_argument("--decision", choices=["answers", "model", "both"], default=None,
                     help="FeedbackConfig.decision (default: its default); both: instead of the timing, the chat with "
@@ -77,11 +80,12 @@ def main() -> int:
     except ValueError as e:
         ap.error(str(e))
     variants = {"chat": ("multi-turn chat", feedback_round, None),
-                "independent": ("three independent calls", feedback_round_independent, None)}
-    todo = [v for k, v in variants.items() if args.only in (None, k)]
-    todo += [(f"chat, speculative {x}", feedback_round, x) for x in specs]
-    rows, texts = {}, {}
-    for name, fn, spec in todo:
+                "independent": ("independent calls (one per step)", feedback_round_independent, None)}
+    todo = [(k, *v) for k, v in variants.items() if args.only in (None, k)]
+    todo += [(f"chat, speculative {x}", f"chat, speculative {x}", feedback_round, x) for x in specs]
+    rows, texts, keys = {}, {}, {}
+    for key, name, fn, spec in todo:
+        keys[name] = key
         kw = {"speculative": spec, "draft_max": args.draft_max} if spec else {}
         with tempfile.TemporaryDirectory() as tmp, get_client(args.model, "local", cache_root=tmp, namespace="bench",
                                                                n_threads=args.threads, n_parallel=args.parallel,
@@ -103,6 +107,17 @@ def main() -> int:
                           "tokens out": sum(a.get("ntok") or 0 for a in ans), "refined": out,
                           "steps": step_tokens(ans) if fn is feedback_round else None}
     print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, {args.parallel} slot(s), {args.threads} threads, {cfg}")
+    if args.out:
+        from dataclasses import asdict
+
+        from toolkit.feedback.budget import add_bench
+        record = {"measured": time.strftime("%Y-%m-%d"), "model": args.model, "threads": args.threads,
+                  "slots": args.parallel, "n": args.n, "feedback": asdict(cfg), "variants": {
+                      keys[name]: {"seconds per round": round(r["total s"] / args.n, 1),
+                                   "median latency s": round(r["median s/round"], 1), "total s": round(r["total s"], 1),
+                                   "tokens out": r["tokens out"], "N/A": sum(x.refined is None for x in r["refined"])}
+                      for name, r in rows.items()}}
+        print(f"recorded in {add_bench(record, Path(args.out))}")
     print(f"{'variant':<40}{'median s/round':>16}{'total s':>10}{'tokens out':>12}{'N/A':>6}")
     for name, r in rows.items():
         print(f"{name:<40}{r['median s/round']:>16.1f}{r['total s']:>10.1f}{r['tokens out']:>12}"
@@ -119,7 +134,7 @@ def main() -> int:
         print(f"{name}: {plain['total s'] / rows[name]['total s']:.2f}x the plain chat's speed; "
               f"{same}/{3 * args.n} answers identical to the plain chat's")
     if len(rows) == 2:
-        a, b = rows["multi-turn chat"], rows["three independent calls"]
+        a, b = rows["multi-turn chat"], rows["independent calls (one per step)"]
         print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "
               f"{sum((x.refined is None) == (y.refined is None) for x, y in zip(a['refined'], b['refined']))}/{args.n}")
     return 0

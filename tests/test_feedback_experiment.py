@@ -150,3 +150,39 @@ def test_llm_slots_must_be_positive_and_reach_the_backend(tmp_path, monkeypatch)
     seen.clear()
     stages.llm_client(config_for("smoke"))
     assert "n_parallel" not in seen                    # None: the backend's own default (echo has no slots)
+
+
+def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path):
+    from dataclasses import asdict
+
+    from toolkit.feedback import budget as B
+    from toolkit.feedback import experiment as X
+    cfg = config_for("smoke")
+    plan = B.planned_instructions(cfg, X.test_datasets(cfg))
+    # smoke: 8 training instructions, 4 per test group, 9 conditions x 2 I2 queries
+    assert plan == {"training feedback": 8, "test I1": 4, "test I2": 4, "test I3": 4, "test UltraTool": 4,
+                    "Tables 4, 6, 7 (9 conditions)": 18}
+    assert B.plan_hours(plan, rounds=3, seconds_per_round=60) == pytest.approx(42 * 3 / 60)
+    done = B.progress(cfg, X.test_datasets(cfg))              # the committed smoke traces: every stage complete
+    assert list(done.planned) == list(plan.values()) and list(done.traced) == list(done.planned)
+    with pytest.raises(ValueError, match="seconds_per_round must be > 0"):
+        B.plan_hours(plan, 3, 0)
+    path = tmp_path / "bench.json"
+    assert B.load_bench(path) == []
+    rec = {"measured": "2026-11-26", "model": cfg.llm, "threads": 2, "slots": 1, "n": 4,
+           "feedback": asdict(cfg.feedback), "variants": {"chat": {"seconds per round": 58.1, "median latency s": 58.5,
+                                                                   "total s": 232.5, "tokens out": 1564, "N/A": 0}}}
+    B.add_bench(rec, path)
+    B.add_bench({**rec, "variants": {"chat": {**rec["variants"]["chat"], "seconds per round": 50.0}}}, path)
+    B.add_bench({**rec, "slots": 4}, path)
+    assert len(B.load_bench(path)) == 2                          # the same settings measured again: replaced
+    assert B.bench_record(B.load_bench(path), cfg)["variants"]["chat"]["seconds per round"] == 50.0
+    assert B.bench_record(B.load_bench(path), cfg, slots=4)["slots"] == 4
+    assert B.bench_record(B.load_bench(path), config_for("standard")) is None   # other feedback settings
+    assert list(B.bench_table(B.load_bench(path))["s per round"]) == [50.0, 58.1]
+    path.write_text('{"not": "a list"}')
+    with pytest.raises(ValueError, match="bench.json: expected a list of benchmark records"):
+        B.load_bench(path)
+    path.write_text("[{")
+    with pytest.raises(ValueError, match="bench.json: not JSON"):
+        B.load_bench(path)

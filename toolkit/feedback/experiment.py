@@ -329,7 +329,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         got = load_or_pending(path, needed, pending, row, partial)
         if got is not None:
             extra["traces"][path.name] = {"queries": len(got), **{k: v for k, v in load_meta(path).items()
-                                                                  if k in ("stage", "wall_s", "model", "llm")}}
+                                                                  if k in ("stage", "wall_s", "model", "llm", "llm_slots")}}
         return got
 
     def add(table, label, method, values, n, ours_only=False, per_query=None, planned=None):

@@ -210,7 +210,9 @@ print(case["text"] if case else "no refined instruction in the traces yet")
 # both answers are "yes" (`FeedbackConfig.decision`: `"answers"` applies that rule in our code, `"model"` lets the LLM
 # write "N/A" itself). A strict reading of "all goals solved" is that the round-0 top K holds every gold API; the
 # table puts the LLM's "N/A" beside that, per set (the main run's test traces). "N/A with gold missing" is the share
-# of instructions the loop gave up on while the retriever had missed a gold API.
+# of instructions the loop gave up on while the retriever had missed a gold API. With `decision="answers"`, "Q1 yes" /
+# "Q2 yes" are the shares of round-1 answers saying all goals are solved / the appropriate tools are ranked highest,
+# and "Q1 yes with all gold" how often a "yes" to Q1 had every gold API in the top K.
 
 # %%
 audit = pd.DataFrame(extra.get("decision_audit", []))
@@ -278,7 +280,12 @@ if len(audit):
                  + " of the instructions; the round-0 top " + str(f.k) + " held every gold API for "
                  + ", ".join(f"{g} {a.at[g, f'all gold in top {f.k}']:.0%}" for g in a.index)
                  + "; it stopped with a gold API missing on "
-                 + ", ".join(f"{g} {a.at[g, 'N/A with gold missing']:.0%}" for g in a.index) + ".")
+                 + ", ".join(f"{g} {a.at[g, 'N/A with gold missing']:.0%}" for g in a.index) + "."
+                 + (" Asked whether all goals are solved, it said yes on "
+                    + ", ".join(f"{g} {a.at[g, 'Q1 yes']:.0%}" for g in a.index)
+                    + ", and whether the appropriate tools rank highest, on "
+                    + ", ".join(f"{g} {a.at[g, 'Q2 yes']:.0%}" for g in a.index) + "."
+                    if "Q1 yes" in a else ""))
 if pending:
     partial = (llm_values[llm_values.n < llm_values.planned][["table", "set", "method"]].drop_duplicates().shape[0]
                if len(llm_values) else 0)

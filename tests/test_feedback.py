@@ -357,3 +357,9 @@ def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():
     assert row["n"] == 3 and row["N/A at round 1"] == pytest.approx(2 / 3)
     assert row["all gold in top 2"] == pytest.approx(1 / 3) and row["agreement"] == pytest.approx(2 / 3)
     assert row["N/A with gold missing"] == pytest.approx(1 / 3)
+    assert "Q1 yes" not in row                                                  # no yes/no answers recorded
+    traces["a"].answers, traces["b"].answers = [["yes", "yes"]], [["yes", "no"]]
+    traces["c"].answers = [["no", "?"], ["yes", "yes"]]                         # only round 1 counts
+    row = decision_audit({"I2": traces}, {"I2": qrels}, k=2).iloc[0]
+    assert row["answered"] == 3 and row["Q1 yes"] == pytest.approx(2 / 3) and row["Q2 yes"] == pytest.approx(1 / 3)
+    assert row["Q1 yes with all gold"] == pytest.approx(1 / 2)                  # a right, b wrong

@@ -211,7 +211,9 @@ def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_
                    k: int = 10) -> pd.DataFrame:
     """Round 1's refinement decision against the retrieval it judged: per group, how often the LLM asked for no
     refinement ("N/A": both answers "yes", or decision="model"'s "N/A"), how often the round-0 top ``k`` already
-    held every gold API (the decision's "all goals solved" made strict), and how often the two agree."""
+    held every gold API (the decision's "all goals solved" made strict), and how often the two agree; with
+    decision="answers", how often each of the two questions (Q1 all goals solved? Q2 appropriate tools ranked
+    highest?) was answered "yes" and, for Q1, how often that "yes" was right by the same strict reading."""
     rows = []
     for group, traces in traces_by_group.items():
         asked = [tr for tr in traces.values() if tr.seconds]
@@ -224,6 +226,12 @@ def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_
                      f"all gold in top {k}": sum(covered) / len(asked),
                      "agreement": sum(a == c for a, c in zip(na, covered)) / len(asked),
                      "N/A with gold missing": sum(a and not c for a, c in zip(na, covered)) / len(asked)})
+        answered = [(tr.answers[0], c) for tr, c in zip(asked, covered) if tr.answers and tr.answers[0]]
+        if answered:
+            q1_yes = [c for a, c in answered if a[0] == "yes"]
+            rows[-1].update({"answered": len(answered), "Q1 yes": len(q1_yes) / len(answered),
+                             "Q2 yes": sum(a[1] == "yes" for a, _ in answered) / len(answered),
+                             "Q1 yes with all gold": sum(q1_yes) / len(q1_yes) if q1_yes else float("nan")})
     return pd.DataFrame(rows)
 
 

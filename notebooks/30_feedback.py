@@ -132,8 +132,12 @@ budget = {"planned instructions": plan}
 if solo is not None and "chat" in solo["variants"]:
     budget["chat speed-up over independent calls"] = (solo["variants"]["independent"]["seconds per round"]
                                                       / solo["variants"]["chat"]["seconds per round"])
-    print(f"one round as a chat: {budget['chat speed-up over independent calls']:.2f}x the throughput of independent "
-          f"calls ({solo['n']} rounds each, 1 slot, measured {solo['measured']})")
+    c_, i_ = solo["variants"]["chat"], solo["variants"]["independent"]
+    budget["chat tokens per s over independent calls"] = (c_["tokens out"] / c_["total s"]) / (i_["tokens out"] / i_["total s"])
+    print(f"one round as a chat: {budget['chat speed-up over independent calls']:.2f}x the rounds per second of "
+          f"independent calls and {budget['chat tokens per s over independent calls']:.2f}x their tokens per second "
+          f"({solo['n']} rounds each, 1 slot, measured {solo['measured']}; N/A {c_['N/A']} vs {i_['N/A']} rounds: an N/A "
+          f"round skips step 4)")
 if brec is not None:
     budget["seconds per round"] = brec["variants"]["chat"]["seconds per round"]
     budget["plan hours (upper bound)"] = B.plan_hours(plan, cfg.training.rounds, budget["seconds per round"])

@@ -93,7 +93,8 @@ def bench_record(records: list[dict], cfg, slots: int | None = None, variant: st
 
 
 def bench_table(records: list[dict]):
-    """One row per (record, variant): seconds per round (total wall / rounds, the throughput) and tokens."""
+    """One row per (record, variant): seconds per round (total wall / rounds, the throughput), tokens generated and
+    tokens per second -- the fairer comparison when the variants' decisions differ ("N/A" rounds skip step 4)."""
     import pandas as pd
     rows = []
     for r in records:
@@ -104,5 +105,6 @@ def bench_table(records: list[dict]):
                          "caps": "/".join(str(r["feedback"].get(f"{s}_tokens")) for s in
                                           ("comprehension", "assessment", "decision", "refinement")),
                          "s per round": v["seconds per round"], "median round latency s": v["median latency s"],
-                         "tokens out": v["tokens out"], "N/A": v["N/A"]})
+                         "tokens out": v["tokens out"], "tokens per s": round(v["tokens out"] / v["total s"], 2),
+                         "N/A": v["N/A"]})
     return pd.DataFrame(rows)

@@ -67,8 +67,9 @@ PROFILES = {
     # 256/256/128 tokens took 55.9 s per round; 400 characters and 160/160/96, 40.2 s (-28 %), same N/A decisions.
     # 400 characters keep a median ToolBench API document whole (270 characters; 31 % are cut, 19 % at 600).
     # 4 llama.cpp slots (4 instructions' rounds decoded together): 4 I2 rounds took 172.5 s against 232.5 s with
-    # 1 slot (1.35x, 2 threads, same inputs); batched greedy decoding changed one of the 4 decisions -- the
-    # committed cache is what replays, so a regenerated trace may differ in a few answers.
+    # 1 slot, and 155.5 s against 194.4 s in a second pair of runs (1.35x, 1.25x; 2 threads, same inputs;
+    # results/bench/feedback_round.json holds the second). Batched greedy decoding changed one of the 4 decisions
+    # in the first pair -- the committed cache is what replays, so a regenerated trace may differ in a few answers.
     "standard": FeedbackExperiment(profile="standard", training=IterationConfig(max_seq_length=128), llm_slots=4,
                                    feedback=FeedbackConfig(tool_chars=400, comprehension_tokens=160,
                                                            assessment_tokens=160, refinement_tokens=96),

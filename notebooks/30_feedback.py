@@ -3,8 +3,9 @@
 #
 # Reimplements Xu et al., *Enhancing Tool Retrieval with Iterative Feedback from Large Language Models* (EMNLP
 # Findings 2024; `../shared/papers/iterative_feedback.md`). At each round an LLM reads the instruction and the
-# retriever's top-K tools and gives feedback in three steps — comprehension, assessment, refinement (a refined
-# instruction, or "N/A") — run here as one multi-turn chat; the refined instruction, prefixed "Iteration t", is
+# retriever's top-K tools and gives feedback in three steps — comprehension, assessment, refinement (§4.2: two yes/no
+# questions, then a refined instruction unless both answers are "yes", else "N/A") — run here as one multi-turn chat
+# (the questions and the refinement are separate turns: `FeedbackConfig.decision`); the refined instruction, prefixed "Iteration t", is
 # retrieved again, for T rounds. The retriever is trained to expect this: warm-up on original instructions, then
 # the joint loss Σ_t α^t L(q^t) over iteration-prefixed refinements with hard negatives from the top-K.
 # Logic: `toolkit.feedback` (`round`, `loop`, `training`, `data`, `config`, `tables`), tested in

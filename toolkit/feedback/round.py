@@ -4,12 +4,12 @@ see :class:`FeedbackConfig` ``decision`` for who applies that rule).
 
 The steps run as **one multi-turn chat**: the first user turn holds the instruction and the
 K retrieved tools (category, name, description and parameters, each cut to ``tool_chars``
-characters) with the comprehension request; the assessment and refinement requests follow as
-later turns, so each step sees the previous answers, as Eqs. 3-4 require, and llama.cpp reuses the
-round's KV cache instead of reading the K tool documents three times.
-:func:`feedback_round_independent` is the three-separate-calls variant (each prompt repeats the
-tools and pastes the previous answer), kept for the throughput benchmark
-(``scripts/bench_feedback.py``).
+characters) with the comprehension request; the assessment, the two yes/no questions and (unless
+both are "yes") the refinement request follow as later turns, so each step sees the previous
+answers, as Eqs. 3-4 require, and llama.cpp reuses the round's KV cache instead of reading the K
+tool documents at every step. :func:`feedback_round_independent` is the separate-calls variant
+(one call per step; each prompt repeats the tools and pastes the previous answers), kept for the
+throughput benchmark (``scripts/bench_feedback.py``).
 
 Every call goes through the LLM client's cache (key: the whole message list), so a round
 interrupted after step 2 resumes at step 3, and replay needs no model.

@@ -186,3 +186,16 @@ def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path):
     path.write_text("[{")
     with pytest.raises(ValueError, match="bench.json: not JSON"):
         B.load_bench(path)
+
+
+def test_status_prints_the_plan_progress_without_a_model(capsys, monkeypatch):
+    from toolkit.feedback import __main__ as M
+    from toolkit.feedback import stages
+
+    def no_model(*a, **k):
+        raise AssertionError("status must not train, load or call a model")
+    for name in ("warmup", "train_feedback", "train", "test", "toolretriever", "llm_client", "dense_search"):
+        monkeypatch.setattr(stages, name, no_model)
+    assert M.main(["status", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "30_feedback (smoke)" in out and "training feedback" in out and "Tables 4, 6, 7 (9 conditions)" in out

@@ -6,6 +6,7 @@
     python -m toolkit.feedback test            [--profile standard] --group I2 [--condition '7:Ours (dim=512)']
     python -m toolkit.feedback toolretriever   [--profile standard] --group I1
     python -m toolkit.feedback all             [--profile standard]              # every trace notebook 30 needs
+    python -m toolkit.feedback status          [--profile standard]              # planned / traced per stage
 
 A stage runs the stages it depends on first (cached ones return at once). Sizes, models and settings come
 from the notebook's configuration (``toolkit.feedback.config``), so what these commands write is what
@@ -50,9 +51,25 @@ def run_all(cfg) -> None:
     print(f"pending after `all`: {len(pending)}", file=sys.stderr)
 
 
+def print_status(cfg) -> None:
+    """The plan's progress from the committed traces (no model): instructions planned and traced per stage, the
+    generation hours so far, and the plan's upper bound from the recorded benchmark."""
+    from toolkit.feedback import budget as B
+    tests = X.test_datasets(cfg)
+    progress = B.progress(cfg, tests)
+    print(f"30_feedback ({cfg.profile}): LLM {cfg.llm}, {cfg.llm_slots or 1} slot(s)")
+    print(progress.to_string())
+    rec = B.bench_record(B.load_bench(), cfg)
+    if rec is not None:
+        s = rec["variants"]["chat"]["seconds per round"]
+        left = {k: max(0, n - progress.at[k, "traced"]) for k, n in B.planned_instructions(cfg, tests).items()}
+        print(f"left: {sum(left.values()):,} instructions, <= {B.plan_hours(left, cfg.training.rounds, s):.1f} h at "
+              f"{s} s per round (benchmark of {rec['measured']})")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolkit.feedback", description=__doc__.split("\n\n")[0])
-    p.add_argument("stage", choices=("warmup", "train-feedback", "train", "test", "toolretriever", "all"))
+    p.add_argument("stage", choices=("warmup", "train-feedback", "train", "test", "toolretriever", "all", "status"))
     p.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     p.add_argument("--group", default=None, help="test / toolretriever: I1 | I2 | I3 | UltraTool")
     p.add_argument("--condition", default=None, help="a row of Tables 4, 6, 7, e.g. '4:w/o warm-up'")
@@ -62,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
         if args.group not in groups:
             p.error(f"{args.stage} needs --group, one of {', '.join(groups)} (All is the union of I1-I3)")
-    if args.stage == "warmup":
+    if args.stage == "status":
+        print_status(cfg)
+    elif args.stage == "warmup":
         stages.warmup(cfg)
     elif args.stage == "train-feedback":
         stages.train_feedback(cfg)

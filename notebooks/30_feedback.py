@@ -190,6 +190,11 @@ side_by_side(rec, T.PAPER, "2")
 # %%
 slots = sorted({t.get("llm_slots", 1) for t in extra["traces"].values() if t.get("stage") == "test"})
 print(f"test traces generated with {' / '.join(map(str, slots)) or 'no'} llama.cpp slot(s)")
+i2_meta = extra["traces"].get(X.test_trace_path(cfg, X.ABLATION_GROUP, cfg.sample_size(X.ABLATION_GROUP)).name)
+if i2_meta and i2_meta.get("wall_s"):
+    rec.extra["i2_machine_seconds_per_instruction"] = i2_meta["wall_s"] / i2_meta["queries"]
+    print(f"machine time per I2 instruction (the trace's generation wall time / its {i2_meta['queries']} instructions, "
+          f"all rounds and retrieval): {rec.extra['i2_machine_seconds_per_instruction']:.1f} s")
 for table in ("4", "5", "6", "7"):
     metrics = METRICS + (["seconds_per_instruction"] if table == "5" else [])
     if (llm_values.table == table).any():

@@ -169,7 +169,8 @@ def decision_probe(ds, run, cfg, args) -> int:
             docs = [ds.corpus[d] for d in run[qid]]
             for r in rules:
                 out[r].append(feedback_round(llm, q.text, docs, replace(cfg, decision=r)))
-    covered = [{d for d, v in ds.qrels[q].items() if v > 0} <= set(run[q]) for q in ds.queries]
+    from toolkit.feedback.experiment import all_gold_in
+    covered = [all_gold_in(ds.qrels[q], run[q]) for q in ds.queries]
     print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, {args.threads} threads, {cfg}")
     print(f"{'qid':<10}{'all gold in top 10':>20}{'answers':>14}{'N/A (answers)':>15}{'N/A (model)':>13}")
     for i, qid in enumerate(ds.queries):

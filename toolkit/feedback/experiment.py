@@ -207,6 +207,11 @@ def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
             "text": "\n".join(lines)}
 
 
+def all_gold_in(judgements: Mapping[str, float], ranked) -> bool:
+    """Every relevant document of one query (``judgements``: its qrels) is among ``ranked`` (the list the LLM saw)."""
+    return {d for d, r in judgements.items() if r > 0} <= set(ranked)
+
+
 def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_group: Mapping[str, Mapping],
                    k: int = 10) -> pd.DataFrame:
     """Round 1's refinement decision against the retrieval it judged: per group, how often the LLM asked for no
@@ -221,7 +226,7 @@ def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_
             continue
         qrels = qrels_by_group[group]
         na = [len(tr.instructions) == 1 for tr in asked]
-        covered = [{d for d, r in qrels[tr.qid].items() if r > 0} <= set(tr.top(0, k)) for tr in asked]
+        covered = [all_gold_in(qrels[tr.qid], tr.top(0, k)) for tr in asked]
         rows.append({"set": group, "n": len(asked), "N/A at round 1": sum(na) / len(asked),
                      f"all gold in top {k}": sum(covered) / len(asked),
                      "agreement": sum(a == c for a, c in zip(na, covered)) / len(asked),

@@ -87,7 +87,7 @@ T.retrieval_table(out_dom, METRICS)
 # ## The trained retrievers and the LLM feedback: traces
 #
 # Everything below is read from **traces** (`data/feedback_traces/`, committed): per instruction, the instruction
-# of every round, its top-100 tools with scores and the LLM's seconds per round (`toolkit.feedback.experiment`).
+# of every round, its top tools with scores (`DEPTH`: 30; smoke traces written earlier keep 100) and the LLM's seconds per round (`toolkit.feedback.experiment`).
 # They are written by `python -m toolkit.feedback all` (resumable; LLM answers cached in `data/llm_cache/feedback/`),
 # so this notebook needs neither a model nor an LLM; the smoke profile runs the whole pipeline itself with an echo
 # stand-in LLM and a few training steps (its numbers mean nothing). What the stages do:

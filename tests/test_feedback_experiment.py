@@ -199,3 +199,14 @@ def test_status_prints_the_plan_progress_without_a_model(capsys, monkeypatch):
     assert M.main(["status", "--profile", "smoke"]) == 0
     out = capsys.readouterr().out
     assert "30_feedback (smoke)" in out and "training feedback" in out and "Tables 4, 6, 7 (9 conditions)" in out
+
+
+def test_the_standard_feedback_settings_have_a_recorded_benchmark():
+    # the notebook states the plan's hours from this record: changing the standard caps, K or slots without
+    # re-running scripts/bench_feedback.py --out results/bench/feedback_round.json would leave it without one
+    from toolkit.feedback import budget as B
+    cfg = config_for("standard")
+    rec = B.bench_record(B.load_bench(), cfg)
+    assert rec is not None, "re-run scripts/bench_feedback.py with the standard settings and --out"
+    solo = B.bench_record(B.load_bench(), cfg, slots=1, variant="independent")
+    assert solo is not None and {"chat", "independent"} <= set(solo["variants"])

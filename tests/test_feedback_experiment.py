@@ -210,3 +210,29 @@ def test_the_standard_feedback_settings_have_a_recorded_benchmark():
     assert rec is not None, "re-run scripts/bench_feedback.py with the standard settings and --out"
     solo = B.bench_record(B.load_bench(), cfg, slots=1, variant="independent")
     assert solo is not None and {"chat", "independent"} <= set(solo["variants"])
+
+
+def test_collect_reports_a_trace_in_progress_through_to_the_notes(tmp_path, monkeypatch):
+    # the committed smoke traces, with the main run's I2 test trace cut to its first 2 of 4 instructions and marked
+    # incomplete, as a background run leaves it between chunks
+    import shutil
+
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback import tables as T
+    cfg = config_for("smoke")
+    tests = X.test_datasets(cfg)
+    for p in X.TRACE_DIR.glob("smoke-*"):
+        shutil.copy(p, tmp_path / p.name)
+    i2 = X.test_trace_path(cfg, "I2", cfg.sample_size("I2"))
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
+    cut = tmp_path / i2.name
+    traces = X.load_traces(cut)
+    X.save_traces(dict(list(traces.items())[:2]), cut, {**X.load_meta(cut), "complete": False, "instructions": 2})
+    values, pending, _ = X.collect(cfg, tests)
+    ours = values[(values.table == "2") & (values.set == "I2") & (values.method == "Ours")]
+    assert len(ours) == 3 and set(ours.n) == {2} and set(ours.planned) == {4}          # NDCG@1/3/5
+    assert any(p["set"] == "I2" and p["condition"] == "Ours" for p in pending)
+    notes = T.sample_notes(ours, tests, cfg)
+    assert all("partial: 2 of the 4 planned instructions traced so far" in n for n in notes)
+    full = values[(values.table == "2") & (values.set == "I1") & (values.method == "Ours")]
+    assert (full.n == full.planned).all() and not any("partial" in n for n in T.sample_notes(full, tests, cfg))

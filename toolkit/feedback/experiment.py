@@ -424,4 +424,5 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             if case:
                 extra["case_study"] = {"set": label, **case}
                 break
-    return pd.DataFrame(out, columns=["table", "set", "method", "metric", "n", "value", "ours_only", "per_query"]), pending, extra
+    return pd.DataFrame(out, columns=["table", "set", "method", "metric", "n", "value", "ours_only", "per_query",
+                                      "planned"]), pending, extra

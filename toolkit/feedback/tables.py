@@ -92,7 +92,7 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg) -> list[str]:
     for r in values.itertuples():
         full = len(tests[r.set].queries)
         size = f"{r.n} of {full} queries" + (" (seeded sample)" if r.n < full else "")
-        planned = getattr(r, "planned", r.n)
+        planned = r.planned
         if planned == planned and r.n < planned:          # (NaN-safe) an LLM trace still being generated
             size += f"; partial: {r.n} of the {int(planned)} planned instructions traced so far"
         if r.method.startswith("ToolRetriever"):

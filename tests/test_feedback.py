@@ -173,6 +173,14 @@ def test_loop_runs_instructions_concurrently_with_the_same_traces(tmp_path):
         iterate(queries, _search_by_keyword([]), CORPUS, llm, workers=0)
 
 
+def test_iteration_config_min_batch_defaults_to_half_the_batch_and_is_checked():
+    from toolkit.feedback.training import IterationConfig
+    assert IterationConfig().min_batch_size == 16 and IterationConfig(batch_size=8).min_batch_size == 4
+    assert IterationConfig(min_batch=2).min_batch_size == 2
+    with pytest.raises(ValueError, match="min_batch must be between 2 and batch_size"):
+        IterationConfig(min_batch=64)
+
+
 def test_feedback_config_rejects_bad_values():
     with pytest.raises(ValueError, match="k must be >= 1"):
         FeedbackConfig(k=0)

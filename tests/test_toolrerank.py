@@ -262,6 +262,19 @@ def test_batches_have_no_duplicate_keys_and_keep_every_item():
     assert batches == batches_no_duplicates(items, 3, seed=0)
 
 
+def test_min_size_drops_the_tail_a_popular_document_leaves():
+    # one document is the positive of 40 of 100 pairs: each batch of 8 holds one of them, so after the full
+    # batches the greedy pass is left with that document's pairs alone, one per batch
+    items = [(f"q{i}", "popular" if i < 40 else f"d{i}") for i in range(100)]
+    every = batches_no_duplicates(items, 8, seed=0)
+    sizes = [len(b) for b in every]
+    assert sum(sizes) == 100 and sizes.count(1) > 20                      # the tail: tiny batches at the end
+    kept = batches_no_duplicates(items, 8, seed=0, min_size=4)
+    assert all(len(b) >= 4 for b in kept) and [b for b in every if len(b) >= 4] == kept
+    assert all(sum(d == "popular" for _, d in b) == 1 for b in kept)      # still once in every batch
+    assert {x for b in kept for x in b} >= {it for it in items if it[1] != "popular"}   # only tail pairs dropped
+
+
 def test_model_dir_hash(tmp_path):
     a = model_dir("smoke", "x", {"lr": 2e-5, "n": 1}, root=tmp_path)
     b = model_dir("smoke", "x", {"n": 1, "lr": 2e-5}, root=tmp_path)

@@ -73,7 +73,7 @@ def warmup_id(cfg) -> str:
     t = cfg.training
     return f"{cfg.profile}-{cfg.base}-warmup-" + _hash(
         {"pos": cfg.warmup_pos, "pairs": cfg.warmup_pairs, "epochs": t.epochs, "batch": t.batch_size, "lr": t.lr, "warmup": t.warmup_steps,
-         "len": t.max_seq_length, "seed": t.seed, "max_steps": cfg.warmup_max_steps})
+         "len": t.max_seq_length, "seed": t.seed, "max_steps": cfg.warmup_max_steps, "min_batch": t.min_batch_size})
 
 
 def model_id(cfg) -> str:

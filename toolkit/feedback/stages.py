@@ -53,7 +53,7 @@ def warmup(cfg) -> tuple[Path, dict]:
                                      models_dir() / X.warmup_id(cfg), base=cfg.base, epochs=t.epochs,
                                      batch_size=t.batch_size, lr=t.lr, warmup_steps=t.warmup_steps,
                                      max_seq_length=t.max_seq_length, max_steps=cfg.warmup_max_steps, seed=t.seed,
-                                     log=_log)
+                                     log=_log, min_batch=t.min_batch_size)
     return path, stats
 
 

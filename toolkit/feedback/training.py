@@ -38,6 +38,13 @@ class IterationConfig:
     warmup_steps: int = 500         # §5.1 (capped at a tenth of the steps)
     max_seq_length: int = 256
     seed: int = 0
+    # batches under this many pairs are dropped (None: half the batch): ToolLens's popular APIs otherwise end each
+    # epoch in ~1,000 tiny batches of their leftover pairs (toolkit.training.batches_no_duplicates)
+    min_batch: int | None = None
+
+    @property
+    def min_batch_size(self) -> int:
+        return max(2, self.min_batch if self.min_batch is not None else self.batch_size // 2)
 
     def __post_init__(self) -> None:
         if self.alpha <= 0:
@@ -45,6 +52,9 @@ class IterationConfig:
         for name in ("rounds", "k", "epochs", "batch_size", "max_seq_length"):
             if getattr(self, name) < 1:
                 raise ValueError(f"IterationConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.min_batch is not None and not 2 <= self.min_batch <= self.batch_size:
+            raise ValueError(f"IterationConfig.min_batch must be between 2 and batch_size ({self.batch_size}) or None "
+                             f"(half the batch), got {self.min_batch}")
         if self.embedding_size is not None and self.embedding_size < 1:
             raise ValueError(f"IterationConfig.embedding_size must be >= 1 or None, got {self.embedding_size}")
 
@@ -114,8 +124,8 @@ def train_iteration_aware(examples: list[Example], out_dir: Path, base: str, cfg
     batches = []
     for e in range(cfg.epochs):
         batches += batches_no_duplicates(examples, cfg.batch_size, cfg.seed + e,
-                                         keys=lambda ex: (ex.query, ex.positive))
-    batches = [b for b in batches if len(b) > 1][:max_steps]
+                                         keys=lambda ex: (ex.query, ex.positive), min_size=cfg.min_batch_size)
+    batches = batches[:max_steps]
     warm = min(cfg.warmup_steps, max(1, len(batches) // 10))
     stats = train_loop(model, lambda b: weighted_contrastive_loss(model, b), batches, out_dir, lr=cfg.lr,
                        warmup_steps=warm, save=lambda p: model.save(str(p)), log=log, seed=cfg.seed)

@@ -58,11 +58,13 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
                        batch_size: int = 32, lr: float = 2e-5, warmup_steps: int | None = 500,
                        max_seq_length: int = 256, max_steps: int | None = None, seed: int = 0,
                        threads: int | None = None, checkpoint_every: int = 100, log=print,
-                       dev_eval=None) -> tuple[Path, dict]:
+                       dev_eval=None, min_batch: int = 2) -> tuple[Path, dict]:
     """Fine-tune ``base`` on ``pairs``; returns (directory of the saved SentenceTransformer, stats).
     ``max_steps`` caps the number of batches (smoke runs). ``dev_eval(encode)`` scores the model after
-    every epoch (``encode(texts)`` -> normalised embeddings) and the best epoch is kept. Cached: a
-    finished ``out_dir`` is reused."""
+    every epoch (``encode(texts)`` -> normalised embeddings) and the best epoch is kept. Batches under
+    ``min_batch`` pairs are dropped (:func:`toolkit.training.batches_no_duplicates`: the tail of a popular
+    API's leftover pairs; 2 keeps every batch with an in-batch negative). Cached: a finished ``out_dir`` is
+    reused -- its name must carry ``min_batch`` when it is not 2."""
     out_dir = Path(out_dir)
     if is_trained(out_dir):
         from toolkit.training import read_stats
@@ -71,7 +73,7 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     model = load_base_encoder(base, max_seq_length)
     loss = MultipleNegativesRankingLoss(model)
-    batches, ends = epoch_batches(lambda e: [b for b in batches_no_duplicates(pairs, batch_size, seed + e) if len(b) > 1],
+    batches, ends = epoch_batches(lambda e: batches_no_duplicates(pairs, batch_size, seed + e, min_size=max(2, min_batch)),
                                   epochs, max_steps)
     steps = len(batches)
     warm = min(warmup_steps, max(1, steps // 10)) if warmup_steps is not None else None
@@ -86,6 +88,6 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
                        save=lambda p: model.save(str(p)), log=log, seed=seed, epoch_ends=ends,
                        on_epoch=(lambda e: dev_eval(encode)) if dev_eval else None, keep_best=dev_eval is not None)
     stats.update(epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, base=base,
-                 train_pairs=len(pairs))
+                 train_pairs=len(pairs), min_batch=max(2, min_batch))
     write_stats(out_dir, stats)
     return out_dir / "final", stats

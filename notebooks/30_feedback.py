@@ -23,7 +23,11 @@
 # Embedding" so `compare` lines the rows up); Qwen2.5-Coder-1.5B (greedy) in place of gpt-3.5-turbo; batch 32 in
 # place of 64; the feedback prompts are our wording of §4.2 (the paper prints none); the LLM's answers are capped
 # (`feedback`: characters per tool document, tokens per step — the paper, with gpt-3.5-turbo, states none); the
-# standard profile's caps are set from a measured budget (see `toolkit.feedback.config`) and printed below.
+# standard profile's caps are set from a measured budget (see `toolkit.feedback.config`) and printed below. Training
+# batches never repeat a query or a gold API (in-batch negatives), and batches under `training.min_batch` pairs (half
+# the batch) are dropped: ToolLens's most popular APIs otherwise end every epoch in about a thousand batches of 1-4
+# pairs (`toolkit.training.batches_no_duplicates`); a warm-up trained with that tail scored NDCG@5 0.129 on I3,
+# below the off-the-shelf encoder (0.246).
 #
 # **State.** Tables 1-3's BM25 and embedding rows are computed here; ToolRetriever, Ours and Tables 4-7 are read
 # from committed traces, and whatever trace is missing is listed as pending below, never filled in.

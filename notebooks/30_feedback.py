@@ -26,8 +26,8 @@
 # standard profile's caps are set from a measured budget (see `toolkit.feedback.config`) and printed below. Training
 # batches never repeat a query or a gold API (in-batch negatives), and batches under `training.min_batch` pairs (half
 # the batch) are dropped: ToolLens's most popular APIs otherwise end every epoch in about a thousand batches of 1-4
-# pairs (`toolkit.training.batches_no_duplicates`); a warm-up trained with that tail scored NDCG@5 0.129 on I3,
-# below the off-the-shelf encoder (0.246).
+# pairs (`toolkit.training.batches_no_duplicates`); a warm-up trained with that tail fell below the off-the-shelf
+# encoder on I3 and UltraTool (figures in commit ac8ae29).
 #
 # **State.** Tables 1-3's BM25 and embedding rows are computed here; ToolRetriever, Ours and Tables 4-7 are read
 # from committed traces, and whatever trace is missing is listed as pending below, never filled in.

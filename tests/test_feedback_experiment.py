@@ -152,7 +152,7 @@ def test_llm_slots_must_be_positive_and_reach_the_backend(tmp_path, monkeypatch)
     assert "n_parallel" not in seen                    # None: the backend's own default (echo has no slots)
 
 
-def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path):
+def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path, monkeypatch):
     from dataclasses import asdict
 
     from toolkit.feedback import budget as B
@@ -163,8 +163,11 @@ def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path):
     assert plan == {"training feedback": 8, "test I1": 4, "test I2": 4, "test I3": 4, "test UltraTool": 4,
                     "Tables 4, 6, 7 (9 conditions)": 18}
     assert B.plan_hours(plan, rounds=3, seconds_per_round=60) == pytest.approx(42 * 3 / 60)
-    done = B.progress(cfg, X.test_datasets(cfg))              # the committed smoke traces: every stage complete
-    assert list(done.planned) == list(plan.values()) and list(done.traced) == list(done.planned)
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)             # one stage half done: progress reads its meta
+    X.save_traces({}, X.train_trace_path(cfg), {"complete": False, "instructions": 4, "wall_s": 5400.0})
+    done = B.progress(cfg, X.test_datasets(cfg))
+    assert list(done.planned) == list(plan.values()) and list(done.traced) == [4, 0, 0, 0, 0, 0]
+    assert done.at["training feedback", "wall h"] == 1.5
     with pytest.raises(ValueError, match="seconds_per_round must be > 0"):
         B.plan_hours(plan, 3, 0)
     path = tmp_path / "bench.json"
@@ -212,27 +215,35 @@ def test_the_standard_feedback_settings_have_a_recorded_benchmark():
     assert solo is not None and {"chat", "independent"} <= set(solo["variants"])
 
 
-def test_collect_reports_a_trace_in_progress_through_to_the_notes(tmp_path, monkeypatch):
-    # the committed smoke traces, with the main run's I2 test trace cut to its first 2 of 4 instructions and marked
-    # incomplete, as a background run leaves it between chunks
-    import shutil
+def _fake_traces(ds, qids):
+    """Traces as the loop writes them (one refinement each), over ``ds``'s first 10 documents."""
+    from toolkit.feedback.loop import Trace
+    docs = list(ds.corpus)[:10]
+    run = {d: 1.0 - i / 10 for i, d in enumerate(docs)}
+    return {q: Trace(q, [ds.queries[q].text, "refined"], [run, run], seconds=[1.0], answers=[["no", "yes"]])
+            for q in qids}
 
+
+def test_collect_reports_a_trace_in_progress_through_to_the_notes(tmp_path, monkeypatch):
+    # I1's test trace complete, I2's with 2 of its 4 instructions and marked incomplete (as a background run
+    # leaves it between chunks), nothing else: rows for both, the rest pending
     from toolkit.feedback import experiment as X
     from toolkit.feedback import tables as T
     cfg = config_for("smoke")
     tests = X.test_datasets(cfg)
-    for p in X.TRACE_DIR.glob("smoke-*"):
-        shutil.copy(p, tmp_path / p.name)
-    i2 = X.test_trace_path(cfg, "I2", cfg.sample_size("I2"))
     monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
-    cut = tmp_path / i2.name
-    traces = X.load_traces(cut)
-    X.save_traces(dict(list(traces.items())[:2]), cut, {**X.load_meta(cut), "complete": False, "instructions": 2})
+    for group, keep in (("I1", 4), ("I2", 2)):
+        qids = X.llm_sample(cfg, tests, group)
+        assert len(qids) == 4
+        X.save_traces(_fake_traces(tests[group], qids[:keep]), X.test_trace_path(cfg, group, cfg.sample_size(group)),
+                      {"stage": "test", "complete": keep == len(qids), "instructions": keep})
     values, pending, _ = X.collect(cfg, tests)
     ours = values[(values.table == "2") & (values.set == "I2") & (values.method == "Ours")]
     assert len(ours) == 3 and set(ours.n) == {2} and set(ours.planned) == {4}          # NDCG@1/3/5
     assert any(p["set"] == "I2" and p["condition"] == "Ours" for p in pending)
+    assert any(p["set"] == "I1" and p["condition"] == "ToolRetriever" for p in pending)
     notes = T.sample_notes(ours, tests, cfg)
     assert all("partial: 2 of the 4 planned instructions traced so far" in n for n in notes)
     full = values[(values.table == "2") & (values.set == "I1") & (values.method == "Ours")]
-    assert (full.n == full.planned).all() and not any("partial" in n for n in T.sample_notes(full, tests, cfg))
+    assert len(full) == 3 and (full.n == full.planned).all()
+    assert not any("partial" in n for n in T.sample_notes(full, tests, cfg))

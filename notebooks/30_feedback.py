@@ -131,14 +131,14 @@ from toolkit.feedback import budget as B  # noqa: E402
 
 bench = B.load_bench()
 display(B.bench_table(bench) if bench else "no benchmark recorded (scripts/bench_feedback.py --out)")
-plan = B.planned_instructions(cfg, tests)
+progress = B.progress(cfg, tests)
+plan = {k: int(n) for k, n in progress.planned.items()}
 brec, solo = B.bench_record(bench, cfg), B.bench_record(bench, cfg, slots=1, variant="independent")
 budget = {"planned instructions": plan}
 if solo is not None and "chat" in solo["variants"]:
-    budget["chat speed-up over independent calls"] = (solo["variants"]["independent"]["seconds per round"]
-                                                      / solo["variants"]["chat"]["seconds per round"])
+    (budget["chat speed-up over independent calls"],
+     budget["chat tokens per s over independent calls"]) = B.chat_speedup(solo)
     c_, i_ = solo["variants"]["chat"], solo["variants"]["independent"]
-    budget["chat tokens per s over independent calls"] = (c_["tokens out"] / c_["total s"]) / (i_["tokens out"] / i_["total s"])
     print(f"one round as a chat: {budget['chat speed-up over independent calls']:.2f}x the rounds per second of "
           f"independent calls and {budget['chat tokens per s over independent calls']:.2f}x their tokens per second "
           f"({solo['n']} rounds each, 1 slot, measured {solo['measured']}; N/A {c_['N/A']} vs {i_['N/A']} rounds: an N/A "
@@ -149,9 +149,8 @@ if brec is not None:
     print(f"plan: {sum(plan.values()):,} instructions x up to {cfg.training.rounds} rounds x "
           f"{budget['seconds per round']:.1f} s per round ({brec['slots']} slot(s), measured {brec['measured']}) "
           f"<= {budget['plan hours (upper bound)']:.0f} h of generation")
-budget["progress"] = B.progress(cfg, tests)
-rec.extra["budget"] = {**budget, "progress": budget["progress"].reset_index().to_dict("records")}
-budget["progress"]
+rec.extra["budget"] = {**budget, "progress": progress.reset_index().to_dict("records")}
+progress
 
 # %%
 llm_values, pending, extra = X.collect(cfg, tests, run_missing=cfg.run_missing)

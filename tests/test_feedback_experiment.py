@@ -183,6 +183,9 @@ def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path, 
     assert B.bench_record(B.load_bench(path), cfg, slots=4)["slots"] == 4
     assert B.bench_record(B.load_bench(path), config_for("standard")) is None   # other feedback settings
     assert list(B.bench_table(B.load_bench(path))["s per round"]) == [50.0, 58.1]
+    both = {**rec, "variants": {**rec["variants"], "independent": {"seconds per round": 100.0, "total s": 400.0,
+                                                                   "tokens out": 1564, "N/A": 0}}}
+    assert B.chat_speedup(both) == pytest.approx((100.0 / 58.1, 400.0 / 232.5))
     path.write_text('{"not": "a list"}')
     with pytest.raises(ValueError, match="bench.json: expected a list of benchmark records"):
         B.load_bench(path)

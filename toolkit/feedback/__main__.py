@@ -62,7 +62,7 @@ def print_status(cfg) -> None:
     rec = B.bench_record(B.load_bench(), cfg)
     if rec is not None:
         s = rec["variants"]["chat"]["seconds per round"]
-        left = {k: max(0, n - progress.at[k, "traced"]) for k, n in B.planned_instructions(cfg, tests).items()}
+        left = (progress.planned - progress.traced).clip(lower=0).to_dict()
         print(f"left: {sum(left.values()):,} instructions, <= {B.plan_hours(left, cfg.training.rounds, s):.1f} h at "
               f"{s} s per round (benchmark of {rec['measured']})")
 

@@ -52,6 +52,12 @@ def progress(cfg, tests: Mapping):
     return pd.DataFrame(rows).set_index("stage")
 
 
+def chat_speedup(record: dict) -> tuple[float, float]:
+    """(rounds per second, tokens per second) of the chat over the independent calls in one benchmark record."""
+    c, i = record["variants"]["chat"], record["variants"]["independent"]
+    return i["seconds per round"] / c["seconds per round"], (c["tokens out"] / c["total s"]) / (i["tokens out"] / i["total s"])
+
+
 def plan_hours(plan: Mapping[str, int], rounds: int, seconds_per_round: float) -> float:
     """Upper bound: every instruction through all ``rounds`` (none answers "N/A")."""
     if seconds_per_round <= 0:

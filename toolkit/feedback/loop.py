@@ -24,6 +24,11 @@ from toolkit.feedback.round import NAMESPACE, FeedbackConfig, RoundFeedback, fee
 Search = Callable[[Mapping[str, str]], Run]     # {qid: text} -> {qid: {doc_id: score}}, best first
 
 
+def llm_slots(llm) -> int:
+    """How many requests the client's backend serves at once (its llama.cpp slots; 1 without an LLM)."""
+    return getattr(getattr(llm, "backend", None), "max_concurrency", 1) or 1
+
+
 def iteration_prefix(instruction: str, t: int, prefix: bool = True) -> str:
     """§4.3: "we concatenate a special token 'Iteration t' in front of the instruction"."""
     return f"Iteration {t}: {instruction}" if prefix else instruction
@@ -63,7 +68,7 @@ def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Doc
     if rounds < 0:
         raise ValueError(f"rounds must be >= 0, got {rounds}")
     if workers is None:
-        workers = getattr(getattr(llm, "backend", None), "max_concurrency", 1) or 1
+        workers = llm_slots(llm)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     traces = {q: Trace(q, [text]) for q, text in queries.items()}

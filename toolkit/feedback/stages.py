@@ -65,12 +65,12 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
     per instruction (greedy LLM, independent retrieval), so chunking does not change any trace."""
     from tqdm.auto import tqdm
 
-    from toolkit.feedback.loop import iterate
+    from toolkit.feedback.loop import iterate, llm_slots
     done = X.load_traces(out) if out.is_file() else {}
     done = {q: done[q] for q in queries if q in done}
     prior_wall = X.load_meta(out).get("wall_s", 0.0) if done else 0.0
     todo = [q for q in queries if q not in done]
-    meta = {**meta, "llm_slots": getattr(getattr(llm, "backend", None), "max_concurrency", 1)}
+    meta = {**meta, "llm_slots": llm_slots(llm)}
     t0 = time.perf_counter()
     bar = tqdm(total=len(queries), initial=len(done), desc=f"feedback {meta.get('stage', '')} {meta.get('group', '')}",
                unit="instr")

@@ -66,6 +66,7 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
     API's leftover pairs; 2 keeps every batch with an in-batch negative). Cached: a finished ``out_dir`` is
     reused -- its name must carry ``min_batch`` when it is not 2."""
     out_dir = Path(out_dir)
+    min_batch = max(2, min_batch)
     if is_trained(out_dir):
         from toolkit.training import read_stats
         return out_dir / "final", read_stats(out_dir)
@@ -73,7 +74,7 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     model = load_base_encoder(base, max_seq_length)
     loss = MultipleNegativesRankingLoss(model)
-    batches, ends = epoch_batches(lambda e: batches_no_duplicates(pairs, batch_size, seed + e, min_size=max(2, min_batch)),
+    batches, ends = epoch_batches(lambda e: batches_no_duplicates(pairs, batch_size, seed + e, min_size=min_batch),
                                   epochs, max_steps)
     steps = len(batches)
     warm = min(warmup_steps, max(1, steps // 10)) if warmup_steps is not None else None
@@ -88,6 +89,6 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
                        save=lambda p: model.save(str(p)), log=log, seed=seed, epoch_ends=ends,
                        on_epoch=(lambda e: dev_eval(encode)) if dev_eval else None, keep_best=dev_eval is not None)
     stats.update(epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, base=base,
-                 train_pairs=len(pairs), min_batch=max(2, min_batch))
+                 train_pairs=len(pairs), min_batch=min_batch)
     write_stats(out_dir, stats)
     return out_dir / "final", stats

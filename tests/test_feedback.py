@@ -371,3 +371,28 @@ def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():
     row = decision_audit({"I2": traces}, {"I2": qrels}, k=2).iloc[0]
     assert row["answered"] == 3 and row["Q1 yes"] == pytest.approx(2 / 3) and row["Q2 yes"] == pytest.approx(1 / 3)
     assert row["Q1 yes with all gold"] == pytest.approx(1 / 2)                  # a right, b wrong
+
+
+def test_offline_rounds_score_each_rounds_instruction_and_count_rewrites():
+    from toolkit.feedback.experiment import offline_rounds
+    from toolkit.feedback.loop import Trace
+    bad, good = {"d1": 2.0, "d0": 1.0}, {"d0": 2.0, "d1": 1.0}
+    traces = {"a": Trace("a", ["x", "y", "z"], [bad, good, good], seconds=[1.0, 1.0]),  # fixed at round 1
+              "b": Trace("b", ["x"], [good], seconds=[1.0])}                          # N/A at round 1: keeps round 0
+    qrels = {"a": {"d0": 1}, "b": {"d0": 1}}
+    r = offline_rounds(traces, qrels, rounds=3, metrics=["ndcg@1"])
+    assert list(r) == ["round 0", "round 1", "round 2", "round 3"]
+    assert [r[k]["values"]["ndcg@1"] for k in r] == [0.5, 1.0, 1.0, 1.0]
+    assert r["round 0"]["per_query"]["ndcg@1"] == {"a": 0.0, "b": 1.0}
+    assert [r[k]["refined"] for k in r] == [1.0, 0.5, 0.5, 0.0]       # a rewritten at rounds 1 and 2, b never
+
+
+def test_sample_notes_name_the_offline_feedback_rows():
+    import pandas as pd
+
+    from toolkit.feedback import tables as T
+    from toolkit.feedback.config import config_for
+    v = pd.DataFrame([{"table": "s4.3", "set": "ToolLens train", "method": "ToolRetriever + feedback (round 1)",
+                       "n": 20, "planned": 500}])
+    note = T.sample_notes(v, {}, config_for("smoke"), train_queries=14000)[0]
+    assert "offline feedback" in note and "20 of 14000 queries" in note and "partial: 20 of the 500" in note

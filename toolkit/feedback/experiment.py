@@ -40,6 +40,7 @@ DEPTH = 30
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
 GROUPS = ("I1", "I2", "I3")  # "All" is their union (StableToolBench's 765 queries)
 ABLATION_GROUP = "I2"        # Tables 4-7 are on I2 (intra-category multi-tool), as the paper
+OFFLINE_SET = "ToolLens train"   # the training instructions given offline feedback (§4.3)
 
 # Table label -> change of the main configuration (``training`` fields, or ``base``)
 CONDITIONS: dict[str, dict[str, dict]] = {
@@ -208,6 +209,21 @@ def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
             lines.append(f"   {rank}. {'*' if d in gold else ' '} {doc.tool} / {doc.api}")
     return {"qid": q, "rounds": len(tr.instructions) - 1, f"ndcg@{k} first": first, f"ndcg@{k} last": last,
             "text": "\n".join(lines)}
+
+
+def offline_rounds(traces: Mapping[str, Trace], qrels: Mapping, rounds: int, metrics=METRICS) -> dict[str, dict]:
+    """The offline feedback (§4.3) as retrieval: per round t = 0..``rounds``, NDCG@m of the retriever that produced
+    the trace on q^t (round 0: the original instructions; an instruction that left the loop keeps its last list),
+    ``{f"round {t}": {"values": {metric: mean}, "per_query": {metric: {qid: value}}, "refined": share}}`` --
+    ``refined``: the share of instructions the LLM rewrote at round t (1.0 at round 0, by convention: every
+    instruction is retrieved). What the feedback alone does to a fixed retriever, before any training on it."""
+    out = {}
+    n = max(len(traces), 1)
+    for t in range(rounds + 1):
+        pq = trace_values(traces, qrels, t, metrics, per_query=True)
+        out[f"round {t}"] = {"values": {m: sum(v.values()) / len(v) if v else float("nan") for m, v in pq.items()},
+                             "per_query": pq, "refined": sum(len(tr.instructions) > t for tr in traces.values()) / n}
+    return out
 
 
 def all_gold_in(judgements: Mapping[str, float], ranked) -> bool:
@@ -398,7 +414,6 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 len(i2), per_query=pq, planned=planned[ABLATION_GROUP])
         extra["stopped_after_round"] = {t: sum(len(tr.instructions) - 1 == t for tr in i2.values())
                                         for t in range(cfg.training.rounds + 1)}
-    extra["decision_audit"] = decision_audit(ours, {g: tests[g].qrels for g in ours}, cfg.feedback.k).to_dict("records")
     # Tables 4, 6, 7: conditions on the I2 ablation sample; the main run's row from its I2 trace
     sample = ablation_sample(cfg, tests)
     qrels2 = tests[ABLATION_GROUP].qrels
@@ -417,6 +432,20 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             if got:
                 v, pq = measured(got, qrels2, metrics=metrics)
                 add(table, ABLATION_GROUP, label, v, len(got), per_query=pq, planned=len(sample))
+    # §4.3's offline feedback on training instructions, as retrieval with the warm-up model that produced it
+    from toolkit.feedback.data import training_set
+    train = training_set("train")
+    needed = list(train.nested_sample(cfg.train_feedback_requests, cfg.sample_seed).queries)
+    offline = get(train_trace_path(cfg), needed,
+                  pending_row("s4.3", "offline feedback", OFFLINE_SET, command("train-feedback", cfg)),
+                  lambda: stages.train_feedback(cfg, llm), partial=True)
+    if offline:
+        for step, r in offline_rounds(offline, train.qrels, cfg.training.rounds).items():
+            add("s4.3", OFFLINE_SET, f"ToolRetriever + feedback ({step})", {**r["values"], "refined": r["refined"]},
+                len(offline), ours_only=True, per_query=r["per_query"], planned=len(needed))
+    extra["decision_audit"] = decision_audit({**ours, **({OFFLINE_SET: offline} if offline else {})},
+                                             {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels},
+                                             cfg.feedback.k).to_dict("records")
     # Figure 4: a case study from the main run's test traces (I2 first, as the paper's multi-tool example)
     for label in (ABLATION_GROUP, *GROUPS):
         if label in ours:

@@ -7,7 +7,8 @@ import pandas as pd
 from toolkit.feedback.data import IN_DOMAIN, OUT_OF_DOMAIN, UNAVAILABLE
 
 PAPER = "iterative_feedback"
-KEY = {**IN_DOMAIN, **OUT_OF_DOMAIN, "T-Eval": "teval"}       # column label -> the YAML's dataset key
+KEY = {**IN_DOMAIN, **OUT_OF_DOMAIN, "T-Eval": "teval",       # column label -> the YAML's dataset key
+       "ToolLens train": "toollens-train"}                     # ours only: the offline feedback (§4.3)
 
 
 def table1(train_queries: int, train_apis: int, tests: dict) -> pd.DataFrame:
@@ -85,17 +86,21 @@ def record_retrieval(rec, values: pd.DataFrame, table: str, notes: dict[str, str
                 n_queries=int(r.n), note=note, ours_only=bool(getattr(r, "ours_only", False)))
 
 
-def sample_notes(values: pd.DataFrame, tests: dict, cfg) -> list[str]:
+def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | None = None) -> list[str]:
     """Per row of :func:`toolkit.feedback.experiment.collect`: what produced it and on how many of the
-    set's queries (the LLM rows run on seeded samples, said in every cell's note)."""
+    set's queries (the LLM rows run on seeded samples, said in every cell's note); ``train_queries``: the
+    size of ToolLens train, for the offline-feedback rows (§4.3)."""
     out = []
     for r in values.itertuples():
-        full = len(tests[r.set].queries)
+        full = train_queries if r.set == "ToolLens train" else len(tests[r.set].queries)
         size = f"{r.n} of {full} queries" + (" (seeded sample)" if r.n < full else "")
         planned = r.planned
         if planned == planned and r.n < planned:          # (NaN-safe) an LLM trace still being generated
             size += f"; partial: {r.n} of the {int(planned)} planned instructions traced so far"
-        if r.method.startswith("ToolRetriever"):
+        if getattr(r, "table", None) == "s4.3":
+            what = (f"{cfg.llm} offline feedback (no iteration prefix), K={cfg.feedback.k}, retrieved by {cfg.base} "
+                    f"fine-tuned on ToolLens train (warm-up) -- these are its own training instructions")
+        elif r.method.startswith("ToolRetriever"):
             what = f"{cfg.base} fine-tuned on ToolLens train (warm-up)"
         else:
             what = f"{cfg.llm} feedback, K={cfg.feedback.k}, T={cfg.training.rounds}, retriever {cfg.base}"

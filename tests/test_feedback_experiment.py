@@ -97,6 +97,22 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     assert v["3", "UltraTool", "% improve", "ndcg@3"] == pytest.approx(1 / 0.6309297 - 1, abs=1e-4)
     assert v["5", "I2", "Ours (T=1)", "seconds_per_instruction"] == 4.0
     assert v["4", "I2", "Ours", "ndcg@1"] == 1.0 and ("4", "I2", "w/o warm-up", "ndcg@1") not in v
+    assert {p["set"] for p in pending} == {"I2", "ToolLens train"}   # the conditions and the offline feedback
+    assert not (values.table == "s4.3").any()
+    # the offline feedback (§4.3): the training sample, gold found after one refinement, one instruction never asked
+    from toolkit.feedback.data import training_set
+    stage = X.llm_stages(cfg, tests)[0]
+    assert stage.name == "training feedback" and stage.command.endswith("train-feedback --profile smoke")
+    train = training_set("train")
+    gold_of = {q: next(d for d, r in train.qrels[q].items() if r > 0) for q in stage.qids}
+    X.save_traces({q: _trace(q, [["x"], [gold_of[q]]] if i else [["x"]], [2.0] if i else [])
+                   for i, q in enumerate(stage.qids)}, stage.path)
+    values, pending, _ = X.collect(cfg, tests)
+    v = values.set_index(["table", "set", "method", "metric"])["value"]
+    last = f"ToolRetriever + feedback (round {cfg.training.rounds})"
+    assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 0)", "ndcg@1"] == 0.0
+    assert v["s4.3", "ToolLens train", last, "ndcg@1"] == pytest.approx(1 - 1 / len(stage.qids))
+    assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 1)", "refined"] == pytest.approx(1 - 1 / len(stage.qids))
     assert {p["set"] for p in pending} == {"I2"}                  # only the Tables 4, 6, 7 conditions remain
     assert extra["case_study"]["set"] == "I2"
     # per-query values travel with the rows, so the claims table can test Ours against ToolRetriever

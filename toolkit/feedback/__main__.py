@@ -36,17 +36,15 @@ def parse_condition(cfg, text: str | None):
 
 
 def run_all(cfg) -> None:
-    """Every trace the notebook needs, cheapest first: ToolRetriever runs, the main run's test groups
-    (I2 first: Tables 4-7 and Table 5 read it), then the Tables 4, 6, 7 conditions."""
+    """Every trace the notebook needs, cheapest first: the ToolRetriever runs (no LLM), then the LLM stages in
+    :func:`toolkit.feedback.experiment.llm_stages`' order (training feedback, the main run's test groups, the
+    Tables 4, 6, 7 conditions)."""
     tests = X.test_datasets(cfg)
     for g in (*X.GROUPS, *X.OUT_OF_DOMAIN):
         stages.toolretriever(cfg, g)
     llm = stages.llm_client(cfg)
-    for g in (X.ABLATION_GROUP, "I3", "I1", *X.OUT_OF_DOMAIN):
-        stages.test(cfg, g, cfg.sample_size(g), llm)
-    for table, rows in X.CONDITIONS.items():
-        for label in rows:
-            stages.test(X.condition(cfg, table, label), X.ABLATION_GROUP, cfg.ablation_requests, llm)
+    for stage in X.llm_stages(cfg, tests):
+        stage.run(llm)
     _, pending, _ = X.collect(cfg, tests)
     print(f"pending after `all`: {len(pending)}", file=sys.stderr)
 

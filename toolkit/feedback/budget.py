@@ -18,38 +18,28 @@ BENCH_FILE = Path(__file__).resolve().parents[2] / "results" / "bench" / "feedba
 
 
 def planned_instructions(cfg, tests: Mapping) -> dict[str, int]:
-    """Instructions the profile sends through the LLM loop, per stage: the offline feedback on training
-    instructions, each test group's sample, and the Tables 4, 6, 7 conditions' I2 sample each."""
-    from toolkit.feedback import experiment as X
-    from toolkit.feedback.data import training_set
-    n_train = cfg.train_feedback_requests or len(training_set("train").queries)
-    plan = {"training feedback": n_train}
-    for g in (*X.GROUPS, *X.OUT_OF_DOMAIN):
-        plan[f"test {g}"] = len(X.llm_sample(cfg, tests, g))
-    n_conditions = sum(len(rows) for rows in X.CONDITIONS.values())
-    plan[f"Tables 4, 6, 7 ({n_conditions} conditions)"] = n_conditions * len(X.ablation_sample(cfg, tests))
-    return plan
+    """Instructions the profile sends through the LLM loop, per budget row of
+    :func:`toolkit.feedback.experiment.llm_stages` (in generation order): the offline feedback on training
+    instructions, each test group's sample, and the Tables 4, 6, 7 conditions' I2 samples together."""
+    return progress(cfg, tests).planned.astype(int).to_dict()
 
 
 def progress(cfg, tests: Mapping):
-    """Per planned stage: instructions planned, traced so far (its trace's meta) and the generation wall hours so
-    far -- one row each, so a long run's state is read from the committed traces alone."""
+    """Per budget row: instructions planned, traced so far (its traces' meta) and the generation wall hours so
+    far -- one row each, in generation order, so a long run's state is read from the committed traces alone."""
     import pandas as pd
 
     from toolkit.feedback import experiment as X
-    plan = planned_instructions(cfg, tests)
-    paths = {"training feedback": [X.train_trace_path(cfg)]}
-    for g in (*X.GROUPS, *X.OUT_OF_DOMAIN):
-        paths[f"test {g}"] = [X.test_trace_path(cfg, g, cfg.sample_size(g))]
-    paths[next(k for k in plan if k.startswith("Tables"))] = [
-        X.test_trace_path(X.condition(cfg, t, label), X.ABLATION_GROUP, cfg.ablation_requests)
-        for t, rows in X.CONDITIONS.items() for label in rows]
-    rows = []
-    for stage, n in plan.items():
-        metas = [X.load_meta(p) for p in paths[stage] if X.meta_path(p).is_file()]
-        rows.append({"stage": stage, "planned": n, "traced": sum(m.get("instructions", 0) for m in metas),
-                     "wall h": round(sum(m.get("wall_s", 0.0) for m in metas) / 3600, 2)})
-    return pd.DataFrame(rows).set_index("stage")
+    rows: dict[str, dict] = {}
+    for stage in X.llm_stages(cfg, tests):
+        r = rows.setdefault(stage.row, {"stage": stage.row, "planned": 0, "traced": 0, "wall s": 0.0})
+        meta = X.load_meta(stage.path) if X.meta_path(stage.path).is_file() else {}
+        r["planned"] += len(stage.qids)
+        r["traced"] += meta.get("instructions", 0)
+        r["wall s"] += meta.get("wall_s", 0.0)
+    frame = pd.DataFrame(list(rows.values())).set_index("stage")
+    frame["wall h"] = (frame.pop("wall s") / 3600).round(2)
+    return frame
 
 
 def chat_speedup(record: dict) -> tuple[float, float]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -344,6 +344,54 @@ def ablation_sample(cfg, tests: Mapping) -> list[str]:
     return list(tests[ABLATION_GROUP].nested_sample(n, cfg.sample_seed).queries)
 
 
+@dataclass(frozen=True)
+class LLMStage:
+    """One trace the LLM loop writes: the offline feedback on training instructions, a test group's sample with
+    the main configuration, or a Table 4/6/7 condition's I2 sample. ``row``: the budget row it counts under."""
+    name: str                  # "training feedback", "test I2", "4: w/o warm-up"
+    row: str
+    cfg: object                # the configuration it runs (a condition's, for Tables 4, 6, 7)
+    path: Path
+    qids: tuple[str, ...]      # the instructions it traces (the sample, in the dataset's order)
+    group: str | None = None   # test group; None: the training instructions
+    n: int | None = None       # the sample size the trace is keyed by (None: the whole group)
+    condition: tuple[str, str] | None = None    # (table, row label) of a condition
+
+    @property
+    def command(self) -> str:
+        if self.group is None:
+            return command("train-feedback", self.cfg)
+        return command("test", self.cfg, self.group, *(self.condition or (None, None)))
+
+    def run(self, llm=None) -> Path:
+        from toolkit.feedback import stages
+        if self.group is None:
+            return stages.train_feedback(self.cfg, llm)
+        return stages.test(self.cfg, self.group, self.n, llm)
+
+
+def llm_stages(cfg, tests: Mapping) -> list[LLMStage]:
+    """Every LLM trace the notebook reads, in the order ``python -m toolkit.feedback all`` writes them: the
+    offline feedback (every test needs the model trained on it), the main run's test groups (I2 first: Tables 4-7
+    and Table 5 read it), then the Tables 4, 6, 7 conditions on the I2 ablation sample. The one list that
+    ``all``, :func:`collect` and :func:`toolkit.feedback.budget.progress` share."""
+    from toolkit.feedback.data import training_set
+    train = training_set("train").nested_sample(cfg.train_feedback_requests, cfg.sample_seed)
+    out = [LLMStage("training feedback", "training feedback", cfg, train_trace_path(cfg), tuple(train.queries))]
+    for g in (ABLATION_GROUP, "I3", "I1", *OUT_OF_DOMAIN):          # I3 before I1: all of it is planned, 61 queries
+        n = cfg.sample_size(g)
+        out.append(LLMStage(f"test {g}", f"test {g}", cfg, test_trace_path(cfg, g, n), tuple(llm_sample(cfg, tests, g)),
+                            g, n))
+    conditions = [(t, label) for t, rows in CONDITIONS.items() for label in rows]
+    row = f"Tables {', '.join(CONDITIONS)} ({len(conditions)} conditions)"
+    sample = tuple(ablation_sample(cfg, tests))
+    for t, label in conditions:
+        c = condition(cfg, t, label)
+        out.append(LLMStage(f"{t}: {label}", row, c, test_trace_path(c, ABLATION_GROUP, cfg.ablation_requests), sample,
+                            ABLATION_GROUP, cfg.ablation_requests, (t, label)))
+    return out
+
+
 def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[pd.DataFrame, list[dict], dict]:
     """Every table's rows from the traces: (values, pending, extra). ``values`` has columns table, set,
     method, metric, n, value, ours_only (fractions; seconds for Table 5's efficiency), per_query
@@ -374,6 +422,11 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         pq = trace_values(traces, qrels, t, metrics, per_query=True)
         return {m: sum(v.values()) / len(v) if v else float("nan") for m, v in pq.items()}, pq
 
+    def traced(stage: LLMStage, table: str, label: str):
+        return get(stage.path, stage.qids, pending_row(table, label, stage.group or OFFLINE_SET, stage.command),
+                   lambda: stage.run(llm), partial=True)
+
+    plan = {s.name: s for s in llm_stages(cfg, tests)}
     # Tables 2/3: ToolRetriever (whole set, and its LLM sample) and Ours (LLM sample), % improve
     ours, tool = {}, {}
     for label in (*GROUPS, *OUT_OF_DOMAIN):
@@ -381,11 +434,9 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         tool[label] = get(toolretriever_trace_path(cfg, label), list(ds.queries),
                           pending_row("2, 3", "ToolRetriever", label, command("toolretriever", cfg, label)),
                           lambda label=label: stages.toolretriever(cfg, label))
-        n = cfg.sample_size(label)
-        ours[label] = get(test_trace_path(cfg, label, n), llm_sample(cfg, tests, label),
-                          pending_row("2, 3, 5", "Ours", label, command("test", cfg, label)),
-                          lambda label=label, n=n: stages.test(cfg, label, n, llm), partial=True)
-    planned = {label: len(llm_sample(cfg, tests, label)) for label in (*IN_DOMAIN, *OUT_OF_DOMAIN)}
+        ours[label] = traced(plan[f"test {label}"], "2, 3, 5", "Ours")
+    planned = {label: len(plan[f"test {label}"].qids) for label in (*GROUPS, *OUT_OF_DOMAIN)}
+    planned["All"] = sum(planned[g] for g in GROUPS)
     tool, ours = with_all({k: v for k, v in tool.items() if v}), with_all({k: v for k, v in ours.items() if v})
     for label in (*IN_DOMAIN, *OUT_OF_DOMAIN):
         table = "2" if label in IN_DOMAIN else "3"
@@ -425,24 +476,18 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             v, pq = measured({q: i2[q] for q in main}, qrels2, metrics=metrics)
             add(table, ABLATION_GROUP, main_rows[table], v, len(main), per_query=pq, planned=len(sample))
         for label in conds:
-            c = condition(cfg, table, label)
-            got = get(test_trace_path(c, ABLATION_GROUP, cfg.ablation_requests), sample,
-                      pending_row(table, label, ABLATION_GROUP, command("test", cfg, ABLATION_GROUP, table, label)),
-                      lambda c=c: stages.test(c, ABLATION_GROUP, cfg.ablation_requests, llm), partial=True)
+            got = traced(plan[f"{table}: {label}"], table, label)
             if got:
                 v, pq = measured(got, qrels2, metrics=metrics)
                 add(table, ABLATION_GROUP, label, v, len(got), per_query=pq, planned=len(sample))
     # §4.3's offline feedback on training instructions, as retrieval with the warm-up model that produced it
     from toolkit.feedback.data import training_set
     train = training_set("train")
-    needed = list(train.nested_sample(cfg.train_feedback_requests, cfg.sample_seed).queries)
-    offline = get(train_trace_path(cfg), needed,
-                  pending_row("s4.3", "offline feedback", OFFLINE_SET, command("train-feedback", cfg)),
-                  lambda: stages.train_feedback(cfg, llm), partial=True)
+    offline = traced(plan["training feedback"], "s4.3", "offline feedback")
     if offline:
         for step, r in offline_rounds(offline, train.qrels, cfg.training.rounds).items():
             add("s4.3", OFFLINE_SET, f"ToolRetriever + feedback ({step})", {**r["values"], "refined": r["refined"]},
-                len(offline), ours_only=True, per_query=r["per_query"], planned=len(needed))
+                len(offline), ours_only=True, per_query=r["per_query"], planned=len(plan["training feedback"].qids))
     extra["decision_audit"] = decision_audit({**ours, **({OFFLINE_SET: offline} if offline else {})},
                                              {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels},
                                              cfg.feedback.k).to_dict("records")

@@ -41,3 +41,57 @@ def test_standard_tables_replay_from_the_traces_without_a_model(monkeypatch):
             assert v == pytest.approx(want[key], abs=1e-9), key
             checked += 1
     assert checked == len(want) > 0
+
+
+def re_derive(cfg, tests, llm, first: int = 6) -> int:
+    """Re-run the loop on the first ``first`` instructions of every LLM trace of ``cfg``'s plan that exists, with
+    ``llm`` and the trace's own retrieval lists as the search; assert the instructions, yes/no answers and
+    recorded seconds equal the trace's. Returns the refinements re-derived."""
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.data import training_set
+    from toolkit.feedback.loop import iterate, iteration_prefix
+    checked = 0
+    for stage in X.llm_stages(cfg, tests):
+        if not stage.path.is_file():
+            continue
+        prefix = stage.group is not None and stage.cfg.training.prefix
+        corpus = (training_set("train") if stage.group is None else tests[stage.group]).corpus
+        recorded = dict(list(X.load_traces(stage.path).items())[:first])
+        lists = {(q, iteration_prefix(ins, t, prefix)): tr.runs[t] for q, tr in recorded.items()
+                 for t, ins in enumerate(tr.instructions)}
+
+        def search(queries, lists=lists, name=stage.path.name):
+            missing = [(q, text) for q, text in queries.items() if (q, text) not in lists]
+            assert not missing, f"{name}: the cache's refinements are not the trace's: {missing[:2]}"
+            return {q: lists[q, text] for q, text in queries.items()}
+        again = iterate({q: tr.instructions[0] for q, tr in recorded.items()}, search, corpus, llm,
+                        rounds=stage.cfg.training.rounds, cfg=stage.cfg.feedback, prefix=prefix, progress=False,
+                        workers=1)
+        for q, tr in recorded.items():
+            assert again[q].instructions == tr.instructions, (stage.path.name, q)
+            assert again[q].answers == tr.answers, (stage.path.name, q)
+            assert [round(s, 3) for s in again[q].seconds] == tr.seconds, (stage.path.name, q)
+            checked += len(tr.instructions) - 1
+    return checked
+
+
+def test_committed_llm_cache_re_derives_the_traces_refinements(monkeypatch):
+    # Every refinement in a committed trace must come back from the committed LLM cache alone: the loop re-run
+    # with a replay-only client (a missing answer raises) and the trace's own retrieval lists as the search,
+    # on the first instructions of each LLM trace -- instructions, yes/no answers and recorded seconds equal.
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback import stages
+    from toolkit.feedback.config import config_for
+    from toolkit.llm.client import get_client
+    cfg = config_for("standard")
+    tests = X.test_datasets(cfg)
+    if not any(s.path.is_file() for s in X.llm_stages(cfg, tests)):
+        pytest.skip("no committed standard LLM trace yet (generated in the background; issue 16)")
+
+    def no_model(*a, **k):
+        raise AssertionError("the replay must not train, load or call a model or an LLM")
+    for name in ("warmup", "train_feedback", "train", "test", "toolretriever", "llm_client", "dense_search"):
+        monkeypatch.setattr(stages, name, no_model)
+    llm = get_client(cfg.llm, "replay", namespace="feedback")
+    assert llm.mode == "replay"
+    assert re_derive(cfg, tests, llm) > 0           # at least one refinement re-derived

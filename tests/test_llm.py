@@ -93,6 +93,41 @@ def test_shared_prompt_prefix_is_stored_once(tmp_path):
     assert {a["prompt"][0]["content"] for a in again.cache().answers()} == {intent_prompt(q) for q in queries}
 
 
+def test_a_conversation_stores_each_turn_once(tmp_path):
+    # a multi-turn chat (the feedback round): each call's prompt is the previous call's messages plus the
+    # answer and a new user turn; the long first turn (the tool documents) must be written once, not per call
+    c = echo_client(tmp_path)
+    docs = "tool document " * 300
+
+    def conversation(i):
+        msgs = [{"role": "system", "content": "You judge tools."}, {"role": "user", "content": f"{docs} query {i}"}]
+        for step in ("assess", "decide", "refine"):
+            msgs = msgs + [{"role": "assistant", "content": c.chat(msgs)}, {"role": "user", "content": step}]
+        return msgs, c.chat(msgs)
+    chats = [conversation(i) for i in range(3)]
+    text = c.cache().path.read_text()
+    recs = [json.loads(x) for x in text.splitlines()]
+    assert sum(r["t"] == "p" and "up" in r for r in recs) == 9           # turns 2-4 of each conversation
+    assert text.count(docs.strip()) <= 3 + 1                            # 3 first turns (+ one prefix record)
+    assert len(text) < 2 * 3 * len(docs)
+    again = echo_client(tmp_path)                                      # decoded on reload: all hits
+    assert [again.chat(m) for m, _ in chats] == [a for _, a in chats] and again.backend.calls == 0
+    before = {(tuple(map(json.dumps, a["prompt"])), a["text"]) for a in again.cache().answers()}
+    ResponseCache(tmp_path, "t", "echo").compact()                     # compaction keeps the continuations
+    fresh = ResponseCache(tmp_path, "t", "echo")
+    assert {(tuple(map(json.dumps, a["prompt"])), a["text"]) for a in fresh.answers()} == before
+    # a conversation whose first turn is damaged: its later turns' prompt records are skipped and named (their
+    # answers are keyed by the whole prompt's hash, so a lookup still finds exactly them)
+    lines = c.cache().path.read_text().splitlines()
+    first = next(i for i, x in enumerate(lines) if json.loads(x)["t"] == "p" and "up" not in json.loads(x)
+                 and "query 0" in x)
+    c.cache().path.write_text("\n".join(lines[:first] + ["{damaged"] + lines[first + 1:]) + "\n")
+    hurt = ResponseCache(tmp_path, "t", "echo")
+    assert sum("continues prompt" in d for d in hurt.damaged) == 3 and len(hurt) == len(fresh)
+    reread = echo_client(tmp_path)
+    assert reread.chat(chats[0][0]) == chats[0][1] and reread.backend.calls == 0
+
+
 def test_compact_rewrites_without_changing_answers(tmp_path):
     from toolkit.llm.cache import ResponseCache
     c = echo_client(tmp_path)

@@ -11,6 +11,10 @@ Each line is one JSON object, one of three record types (``t``):
     a prompt, stored once per file however many answers refer to it; or, when it starts with a
     stored prefix, ``{"t": "p", "id": ..., "kind": ..., "x": <prefix id>, "rest": <JSON suffix>}``
     (the prompt is ``json.loads(prefix text + rest)``);
+or, for a chat that continues a stored chat (the same messages, then more turns: a multi-turn
+    conversation's later calls), ``{"t": "p", "id": ..., "kind": "chat", "up": <stored prompt id>,
+    "add": [<messages after it>]}`` (the prompt is the stored one's messages + ``add``), so each call
+    of a conversation stores only its new turns;
 ``{"t": "x", "id": <prefix hash>, "text": <JSON-encoded prompt prefix>}``
     a shared prompt prefix (the fixed head of a template), stored once per file. It is created
     when two consecutive new prompts share at least 256 characters (cut at a line break), so a
@@ -163,7 +167,14 @@ class ResponseCache:
                 meta = {k: v for k, v in rec.items() if k not in ("t", "p", "c", "i", "text")}
                 self._answers[key] = CachedAnswer(rec["text"], meta)
         elif t == "p":
-            if "x" in rec:
+            if "up" in rec:
+                if rec["up"] not in self._prompts:
+                    raise KeyError(f"prompt {rec.get('id')!r} continues prompt {rec['up']!r}, which no readable line defines")
+                if not isinstance(rec["add"], list):
+                    raise TypeError(f"prompt {rec.get('id')!r}: 'add' must be a list of messages")
+                prompt = self._prompts[rec["up"]][1] + rec["add"]
+                enc = _encode(prompt)
+            elif "x" in rec:
                 if rec["x"] not in self._prefixes:
                     raise KeyError(f"prompt {rec.get('id')!r} refers to prefix {rec['x']!r}, which no readable line defines")
                 enc = self._prefixes[rec["x"]] + rec["rest"]
@@ -254,7 +265,11 @@ class ResponseCache:
                 os.close(fd)
 
     def _prompt_records(self, pid: str, kind: str, prompt: Any) -> list[dict]:
-        """The prompt record, prefix-compressed when possible (plus a new prefix record if needed)."""
+        """The prompt record: a chat continuing a stored chat as its new messages, else prefix-compressed when
+        possible (plus a new prefix record if needed)."""
+        up = self._continued(kind, prompt)
+        if up is not None:
+            return [{"t": "p", "id": pid, "kind": kind, "up": up, "add": prompt[len(self._prompts[up][1]):]}]
         enc = _encode(prompt)
         best = max(((xid, t) for xid, t in self._prefixes.items() if enc.startswith(t)),
                    key=lambda kv: len(kv[1]), default=None)
@@ -272,6 +287,16 @@ class ResponseCache:
         else:
             out.append({"t": "p", "id": pid, "kind": kind, "prompt": prompt})
         return out
+
+    def _continued(self, kind: str, prompt: Any) -> str | None:
+        """The id of the longest stored chat whose messages start ``prompt`` (None: none, or not a chat)."""
+        if kind != "chat" or not isinstance(prompt, list):
+            return None
+        for n in range(len(prompt) - 1, 0, -1):
+            pid = prompt_id(kind, prompt[:n])
+            if pid in self._prompts and self._prompts[pid][0] == kind:
+                return pid
+        return None
 
     def compact(self) -> dict:
         """Rewrite the file in the current format (prefix-compressed prompts, no cut lines,

@@ -210,9 +210,11 @@ def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path, 
         B.load_bench(path)
 
 
-def test_status_prints_the_plan_progress_without_a_model(capsys, monkeypatch):
+def test_status_prints_the_plan_progress_without_a_model(capsys, monkeypatch, tmp_path):
     from toolkit.feedback import __main__ as M
+    from toolkit.feedback import experiment as X
     from toolkit.feedback import stages
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
 
     def no_model(*a, **k):
         raise AssertionError("status must not train, load or call a model")
@@ -221,6 +223,11 @@ def test_status_prints_the_plan_progress_without_a_model(capsys, monkeypatch):
     assert M.main(["status", "--profile", "smoke"]) == 0
     out = capsys.readouterr().out
     assert "30_feedback (smoke)" in out and "training feedback" in out and "Tables 4, 6, 7 (9 conditions)" in out
+    assert "measured so far" not in out                            # nothing traced yet
+    X.save_traces({}, X.train_trace_path(config_for("smoke")), {"complete": False, "instructions": 4, "wall_s": 360.0})
+    assert M.main(["status", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out                                   # 42 planned, 4 traced at 90 s each
+    assert "measured so far: 90 s per instruction over 4 traced -> ~0.9 h for the 38 left" in out
 
 
 def test_the_standard_feedback_settings_have_a_recorded_benchmark():

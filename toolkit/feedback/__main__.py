@@ -63,6 +63,12 @@ def print_status(cfg) -> None:
         left = (progress.planned - progress.traced).clip(lower=0).to_dict()
         print(f"left: {sum(left.values()):,} instructions, <= {B.plan_hours(left, cfg.training.rounds, s):.1f} h at "
               f"{s} s per round (benchmark of {rec['measured']})")
+    done = progress[progress["wall h"] > 0]
+    if len(done):
+        rate = done["wall h"].sum() * 3600 / done.traced.sum()       # all rounds, retrieval and N/A stops included
+        left_n = int((progress.planned - progress.traced).clip(lower=0).sum())
+        print(f"measured so far: {rate:.0f} s per instruction over {int(done.traced.sum()):,} traced -> "
+              f"~{left_n * rate / 3600:.1f} h for the {left_n:,} left at that rate")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -378,13 +378,15 @@ def test_offline_rounds_score_each_rounds_instruction_and_count_rewrites():
     from toolkit.feedback.loop import Trace
     bad, good = {"d1": 2.0, "d0": 1.0}, {"d0": 2.0, "d1": 1.0}
     traces = {"a": Trace("a", ["x", "y", "z"], [bad, good, good], seconds=[1.0, 1.0]),  # fixed at round 1
-              "b": Trace("b", ["x"], [good], seconds=[1.0])}                          # N/A at round 1: keeps round 0
-    qrels = {"a": {"d0": 1}, "b": {"d0": 1}}
+              "b": Trace("b", ["x"], [good], seconds=[1.0]),                          # N/A at round 1: keeps round 0
+              "c": Trace("c", ["x", "x"], [good, good], seconds=[1.0, 1.0])}          # "refined" into itself
+    qrels = {"a": {"d0": 1}, "b": {"d0": 1}, "c": {"d0": 1}}
     r = offline_rounds(traces, qrels, rounds=3, metrics=["ndcg@1"])
     assert list(r) == ["round 0", "round 1", "round 2", "round 3"]
-    assert [r[k]["values"]["ndcg@1"] for k in r] == [0.5, 1.0, 1.0, 1.0]
-    assert r["round 0"]["per_query"]["ndcg@1"] == {"a": 0.0, "b": 1.0}
-    assert [r[k]["refined"] for k in r] == [1.0, 0.5, 0.5, 0.0]       # a rewritten at rounds 1 and 2, b never
+    assert [r[k]["values"]["ndcg@1"] for k in r] == pytest.approx([2 / 3, 1.0, 1.0, 1.0])
+    assert r["round 0"]["per_query"]["ndcg@1"] == {"a": 0.0, "b": 1.0, "c": 1.0}
+    assert "rewritten" not in r["round 0"]
+    assert [r[k]["rewritten"] for k in list(r)[1:]] == pytest.approx([1 / 3, 1 / 3, 0.0])   # only a, at rounds 1, 2
 
 
 def test_sample_notes_name_the_offline_feedback_rows():

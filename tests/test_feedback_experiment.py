@@ -112,7 +112,7 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     last = f"ToolRetriever + feedback (round {cfg.training.rounds})"
     assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 0)", "ndcg@1"] == 0.0
     assert v["s4.3", "ToolLens train", last, "ndcg@1"] == pytest.approx(1 - 1 / len(stage.qids))
-    assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 1)", "refined"] == pytest.approx(1 - 1 / len(stage.qids))
+    assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 1)", "rewritten"] == pytest.approx(1 - 1 / len(stage.qids))
     assert {p["set"] for p in pending} == {"I2"}                  # only the Tables 4, 6, 7 conditions remain
     assert extra["case_study"]["set"] == "I2"
     # per-query values travel with the rows, so the claims table can test Ours against ToolRetriever

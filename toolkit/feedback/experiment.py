@@ -214,15 +214,19 @@ def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
 def offline_rounds(traces: Mapping[str, Trace], qrels: Mapping, rounds: int, metrics=METRICS) -> dict[str, dict]:
     """The offline feedback (§4.3) as retrieval: per round t = 0..``rounds``, NDCG@m of the retriever that produced
     the trace on q^t (round 0: the original instructions; an instruction that left the loop keeps its last list),
-    ``{f"round {t}": {"values": {metric: mean}, "per_query": {metric: {qid: value}}, "refined": share}}`` --
-    ``refined``: the share of instructions the LLM rewrote at round t (1.0 at round 0, by convention: every
-    instruction is retrieved). What the feedback alone does to a fixed retriever, before any training on it."""
+    ``{f"round {t}": {"values": {metric: mean}, "per_query": {metric: {qid: value}}, "rewritten": share}}`` --
+    ``rewritten`` (rounds >= 1): the share of instructions whose round-t refinement differs from q^(t-1) (the LLM
+    may "refine" an instruction into itself, which retrieves the same list). What the feedback alone does to a
+    fixed retriever, before any training on it."""
     out = {}
     n = max(len(traces), 1)
     for t in range(rounds + 1):
         pq = trace_values(traces, qrels, t, metrics, per_query=True)
         out[f"round {t}"] = {"values": {m: sum(v.values()) / len(v) if v else float("nan") for m, v in pq.items()},
-                             "per_query": pq, "refined": sum(len(tr.instructions) > t for tr in traces.values()) / n}
+                             "per_query": pq}
+        if t:
+            out[f"round {t}"]["rewritten"] = sum(len(tr.instructions) > t and tr.instructions[t] != tr.instructions[t - 1]
+                                                 for tr in traces.values()) / n
     return out
 
 
@@ -486,7 +490,8 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     offline = traced(plan["training feedback"], "s4.3", "offline feedback")
     if offline:
         for step, r in offline_rounds(offline, train.qrels, cfg.training.rounds).items():
-            add("s4.3", OFFLINE_SET, f"ToolRetriever + feedback ({step})", {**r["values"], "refined": r["refined"]},
+            add("s4.3", OFFLINE_SET, f"ToolRetriever + feedback ({step})",
+                {**r["values"], **({"rewritten": r["rewritten"]} if "rewritten" in r else {})},
                 len(offline), ours_only=True, per_query=r["per_query"], planned=len(plan["training feedback"].qids))
     extra["decision_audit"] = decision_audit({**ours, **({OFFLINE_SET: offline} if offline else {})},
                                              {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels},

@@ -42,7 +42,8 @@ def baseline_values(tests: dict, retrievers: dict, cfg, k: int = 100, llm_qids=N
     (``cfg.baseline_queries`` of it, nested sample), NDCG@1/3/5/10 with ToolBench's tie handling; where
     the LLM methods run on a sample, the same retriever on that sample too (``<method> (LLM sample)``,
     our own rows; ``llm_qids(label)`` gives that sample, default the set's nested sample of
-    ``cfg.sample_size``). Columns set, method, metric, n, value, ours_only."""
+    ``cfg.sample_size``). Columns set, method, metric, n, value, ours_only, per_query (``{qid: value}``, for paired
+    tests against the trained rows)."""
     from toolkit.metrics import evaluate
     from toolkit.retrieval import retrieve
     rows = []
@@ -54,11 +55,11 @@ def baseline_values(tests: dict, retrievers: dict, cfg, k: int = 100, llm_qids=N
             sample = set(sample) & set(ds.queries)
             for metric, vals in per_q.items():
                 rows.append({"set": label, "method": method, "metric": metric, "n": len(vals),
-                             "value": sum(vals.values()) / len(vals), "ours_only": False})
+                             "value": sum(vals.values()) / len(vals), "ours_only": False, "per_query": vals})
                 if 0 < len(sample) < len(ds.queries):
-                    sub = [vals[q] for q in sample]
+                    sub = {q: vals[q] for q in sample}
                     rows.append({"set": label, "method": f"{method} (LLM sample)", "metric": metric, "n": len(sub),
-                                 "value": sum(sub) / len(sub), "ours_only": True})
+                                 "value": sum(sub.values()) / len(sub), "ours_only": True, "per_query": sub})
     return pd.DataFrame(rows)
 
 

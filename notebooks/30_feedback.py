@@ -114,11 +114,30 @@ print(f"LLM {cfg.llm}: K = {f.k} tools x <= {f.tool_chars} characters; <= {f.com
       f"{f.assessment_tokens} / {f.decision_tokens} / {f.refinement_tokens} tokens for comprehension / assessment / "
       f"decision / refinement; "
       f"refinement decided by {'our code from the two yes/no answers' if f.decision == 'answers' else 'the LLM'} "
-      f"(decision = {f.decision!r}); T = "
+      f"(decision = {f.decision!r}, step-4 wording {f.refine_wording!r}); T = "
       f"{cfg.training.rounds} rounds. Test samples: " + ", ".join(f"{g} {cfg.sample_size(g) or 'all'}" for g in tests
                                                                 if g != "All")
       + f"; training instructions with feedback: {cfg.train_feedback_requests or 'all'}; Tables 4, 6, 7: "
       f"{cfg.ablation_requests} I2 queries per row.")
+
+# %% [markdown]
+# **Step 4's wording** (`feedback.refine_wording`). The paper prints no prompt; ours follows §4.2 ("enrich": refine the
+# instruction in two dimensions). With it Qwen2.5-Coder-1.5B returned most instructions unchanged, which retrieves the
+# same list, so the loop did nothing for them. "enrich-add" asks the same and adds "keep the user's request and add this
+# information to it: do not return the original instruction unchanged". `scripts/ab_refine_wording.py` answers the same
+# recorded rounds (instruction, top 10, the model's own steps 1-3) with each wording:
+
+# %%
+from toolkit.feedback import budget as B  # noqa: E402
+
+wording, wording_rec = B.wording_table()
+if wording is not None:
+    display(wording)
+    print(f"this profile: refine_wording = {f.refine_wording!r} ({wording_rec['rounds']} rounds measured "
+          f"{wording_rec['measured']}: {wording_rec['source']})")
+    rec.extra["refine_wording_ab"] = wording_rec
+else:
+    print(f"no wording A/B recorded (scripts/ab_refine_wording.py --out); this profile: {f.refine_wording!r}")
 
 # %% [markdown]
 # **What a round costs, measured** (`scripts/bench_feedback.py --out`, committed in `results/bench/feedback_round.json`):
@@ -127,8 +146,6 @@ print(f"LLM {cfg.llm}: K = {f.k} tools x <= {f.tool_chars} characters; <= {f.com
 # upper bound (every instruction through all T rounds); the progress table reads the committed traces.
 
 # %%
-from toolkit.feedback import budget as B  # noqa: E402
-
 bench = B.load_bench()
 display(B.bench_table(bench) if bench else "no benchmark recorded (scripts/bench_feedback.py --out)")
 progress = B.progress(cfg, tests)

@@ -184,6 +184,23 @@ def test_iteration_config_min_batch_defaults_to_half_the_batch_and_is_checked():
 def test_feedback_config_rejects_bad_values():
     with pytest.raises(ValueError, match="k must be >= 1"):
         FeedbackConfig(k=0)
+    with pytest.raises(ValueError, match="refine_wording must be one of .*'enrich-add'"):
+        FeedbackConfig(refine_wording="rewrite")
+
+
+def test_refine_wording_chooses_step_4s_request_in_both_round_variants(tmp_path):
+    for wording, text in prompts.FEEDBACK_REFINE_WORDINGS.items():
+        cfg = FeedbackConfig(refine_wording=wording)
+        seen = []
+
+        def answer(req):
+            seen.append(req.messages())
+            return "1) no\n2) no" if "Step 3: decision" in seen[-1][-1]["content"] else "get the weather forecast"
+        fb = feedback_round(_client(tmp_path / wording, answer), "find weather", [CORPUS["d0"]], cfg)
+        assert seen[-1][-1]["content"] == text and fb.refined == "get the weather forecast"
+        fb = feedback_round_independent(_client(tmp_path / f"{wording}-i", answer), "find weather", [CORPUS["d0"]], cfg)
+        assert seen[-1][-1]["content"].endswith(text) and fb.refined == "get the weather forecast"
+    assert prompts.FEEDBACK_STEP_REFINE_ADD != prompts.FEEDBACK_STEP_REFINE
 
 
 # --- iteration-aware training (§4.3) -------------------------------------------------------------

@@ -1,6 +1,8 @@
 """notebook 30's conditions, trace files and tables from traces (toolkit.feedback.experiment), without a model."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from toolkit.data.contract import Document, Query, RetrievalDataset
@@ -202,6 +204,14 @@ def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path, 
     both = {**rec, "variants": {**rec["variants"], "independent": {"seconds per round": 100.0, "total s": 400.0,
                                                                    "tokens out": 1564, "N/A": 0}}}
     assert B.chat_speedup(both) == pytest.approx((100.0 / 58.1, 400.0 / 232.5))
+    assert B.bench_record([{**rec, "feedback": {**rec["feedback"], "refine_wording": "enrich-add"}}], cfg) is not None
+    assert B.wording_table(tmp_path / "none.json") == (None, None)
+    ab = tmp_path / "wording.json"
+    ab.write_text(json.dumps({"rounds": 24, "measured": "2026-11-26", "source": "s", "wordings": {
+        "enrich": {"changed": 9, "extended": 3, "median words": 30.0, "seconds": 600.0},
+        "enrich-add": {"changed": 20, "extended": 15, "median words": 40.0, "seconds": 700.0}}}))
+    table, ab_rec = B.wording_table(ab)
+    assert list(table.index) == ["enrich", "enrich-add"] and list(table.changed) == [9, 20] and ab_rec["rounds"] == 24
     path.write_text('{"not": "a list"}')
     with pytest.raises(ValueError, match="bench.json: expected a list of benchmark records"):
         B.load_bench(path)

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Mapping
 
 BENCH_FILE = Path(__file__).resolve().parents[2] / "results" / "bench" / "feedback_round.json"
+# FeedbackConfig fields that change a prompt's wording, not its length or token caps: a benchmark record measured
+# with another wording still prices the round
+WORDING_ONLY = ("refine_wording",)
+WORDING_FILE = BENCH_FILE.with_name("refine_wording.json")     # scripts/ab_refine_wording.py --out
 
 
 def planned_instructions(cfg, tests: Mapping) -> dict[str, int]:
@@ -79,13 +83,28 @@ def add_bench(record: dict, path: Path = BENCH_FILE) -> Path:
 
 
 def bench_record(records: list[dict], cfg, slots: int | None = None, variant: str = "chat") -> dict | None:
-    """The latest record measured with ``cfg``'s LLM and feedback settings, ``slots`` slots (default: the
-    profile's, 1 when unset) and a ``variant`` timing; None when there is none."""
+    """The latest record measured with ``cfg``'s LLM and feedback settings (:data:`WORDING_ONLY` aside), ``slots``
+    slots (default: the profile's, 1 when unset) and a ``variant`` timing; None when there is none."""
     slots = slots or cfg.llm_slots or 1
-    fb = asdict(cfg.feedback)
-    hits = [r for r in records if r.get("model") == cfg.llm and r.get("feedback") == fb and r.get("slots") == slots
+    def cost(fb: dict) -> dict:
+        return {k: v for k, v in fb.items() if k not in WORDING_ONLY}
+    fb = cost(asdict(cfg.feedback))
+    hits = [r for r in records if r.get("model") == cfg.llm and cost(r.get("feedback") or {}) == fb and r.get("slots") == slots
             and variant in r["variants"]]
     return hits[-1] if hits else None
+
+
+def wording_table(path: Path = WORDING_FILE):
+    """``scripts/ab_refine_wording.py --out``'s record as a table (one row per step-4 wording, on the same recorded
+    rounds: how many refinements changed the instruction, how many by extending it, median words, seconds
+    generated) and its record; (None, None) when it was not run."""
+    import pandas as pd
+    if not path.is_file():
+        return None, None
+    rec = json.loads(path.read_text())
+    table = pd.DataFrame.from_dict(rec["wordings"], orient="index").rename_axis("refine_wording")
+    table.insert(0, "rounds", rec["rounds"])
+    return table, rec
 
 
 def bench_table(records: list[dict]):

@@ -45,6 +45,9 @@ class FeedbackConfig:
     refinement_tokens: int = 128
     decision: str = "answers"
     decision_tokens: int = 24          # "1) no\n2) yes" and a little slack
+    refine_wording: str = "enrich"     # step 4's request (decision="answers"): "enrich", the paper's two dimensions;
+                                       # "enrich-add", the same + "keep the request and add to it, do not return it
+                                       # unchanged" (toolkit.llm.prompts.FEEDBACK_REFINE_WORDINGS)
 
     def __post_init__(self) -> None:
         for name in ("k", "tool_chars", "comprehension_tokens", "assessment_tokens", "refinement_tokens",
@@ -53,6 +56,9 @@ class FeedbackConfig:
                 raise ValueError(f"FeedbackConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.decision not in DECISIONS:
             raise ValueError(f"FeedbackConfig.decision must be one of {DECISIONS}, got {self.decision!r}")
+        if self.refine_wording not in prompts.FEEDBACK_REFINE_WORDINGS:
+            raise ValueError(f"FeedbackConfig.refine_wording must be one of "
+                             f"{tuple(prompts.FEEDBACK_REFINE_WORDINGS)}, got {self.refine_wording!r}")
 
     def sampling(self, step: str) -> Sampling:
         return Sampling(temperature=0.0, top_p=1.0, max_tokens=getattr(self, f"{step}_tokens"), seed=0)
@@ -119,7 +125,7 @@ def feedback_round(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConf
     or [user: step 3] -> F_R or "N/A" (``decision="model"``). Each turn sees the earlier ones in the chat."""
     texts = {"comprehension": first_turn(instruction, docs, cfg), "assessment": prompts.FEEDBACK_STEP_ASSESSMENT,
              "refinement": prompts.FEEDBACK_STEP_REFINEMENT, "decision": prompts.FEEDBACK_STEP_DECISION,
-             "refine": prompts.FEEDBACK_STEP_REFINE}
+             "refine": prompts.FEEDBACK_REFINE_WORDINGS[cfg.refine_wording]}
     msgs: list[dict] = []
     calls: list[tuple[list[dict], Sampling]] = []
 
@@ -137,7 +143,7 @@ def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: 
     """The same steps as independent calls (each re-reads the tools and is given the previous answer)."""
     templates = {"comprehension": prompts.FEEDBACK_COMPREHENSION, "assessment": prompts.FEEDBACK_ASSESSMENT,
                  "refinement": prompts.FEEDBACK_REFINEMENT, "decision": prompts.FEEDBACK_DECISION,
-                 "refine": prompts.FEEDBACK_REFINE}
+                 "refine": {"enrich": prompts.FEEDBACK_REFINE, "enrich-add": prompts.FEEDBACK_REFINE_ADD}[cfg.refine_wording]}
     slots = {"k": str(len(docs)), "instruction": instruction,
              "tools": prompts.format_tools(docs, max_chars=cfg.tool_chars)}
     calls: list[tuple[list[dict], Sampling]] = []

@@ -254,6 +254,15 @@ Answer in exactly this form, without any explanation:
 FEEDBACK_STEP_REFINE = """Step 4: refinement. Refine the user instruction to improve the tool retrieval. """ + _FEEDBACK_ENRICH + """
 Return only the refined instruction, without any explanation."""
 
+# The same request, saying that the refinement keeps the user's request and adds to it: Qwen2.5-Coder-1.5B returned
+# the instruction unchanged for most rounds with the wording above (scripts/ab_refine_wording.py measures both on the
+# same rounds; results/bench/refine_wording.json). FeedbackConfig.refine_wording chooses.
+FEEDBACK_STEP_REFINE_ADD = """Step 4: refinement. Write a refined version of the user instruction that helps the retriever find the tools the user needs. """ + _FEEDBACK_ENRICH + """ Keep the user's request and add this information to it: do not return the original instruction unchanged.
+Return only the refined instruction, without any explanation."""
+
+# FeedbackConfig.refine_wording -> step 4's request
+FEEDBACK_REFINE_WORDINGS = {"enrich": FEEDBACK_STEP_REFINE, "enrich-add": FEEDBACK_STEP_REFINE_ADD}
+
 def _feedback_call(name: str, step: str, source: str, previous: tuple[tuple[str, str], ...] = ()) -> PromptTemplate:
     """One independent feedback call: the head (instruction and tools), the earlier answers it needs
     (``(label, slot)`` pairs, each pasted under its label), then the step's request."""
@@ -273,16 +282,20 @@ FEEDBACK_REFINEMENT = _feedback_call("feedback_refinement", FEEDBACK_STEP_REFINE
                                      "Iterative feedback, §4.2 'Refinement' (Eq. 4)", (_ASSESSMENT_ANSWER,))
 FEEDBACK_DECISION = _feedback_call("feedback_decision", FEEDBACK_STEP_DECISION,
                                    "Iterative feedback, §4.2 'Refinement', its two questions", (_ASSESSMENT_ANSWER,))
+_REFINE_PREVIOUS = (_ASSESSMENT_ANSWER, ("Your yes/no answers to the questions " + _FEEDBACK_QUESTIONS, "decision"))
 FEEDBACK_REFINE = _feedback_call("feedback_refine", FEEDBACK_STEP_REFINE,
                                  "Iterative feedback, §4.2 'Refinement' (Eq. 4), asked when an answer is not 'yes'",
-                                 (_ASSESSMENT_ANSWER,
-                                  ("Your yes/no answers to the questions " + _FEEDBACK_QUESTIONS, "decision")))
+                                 _REFINE_PREVIOUS)
+FEEDBACK_REFINE_ADD = _feedback_call("feedback_refine_add", FEEDBACK_STEP_REFINE_ADD,
+                                     "Iterative feedback, §4.2 'Refinement' (Eq. 4), asked when an answer is not "
+                                     "'yes'; 'keep the request and add to it'", _REFINE_PREVIOUS)
 
 
 PROMPTS: dict[str, PromptTemplate] = {t.name: t for t in (
     REINVOKE_SYNTHETIC_QUERY, REINVOKE_INTENT, REINVOKE_HYDE,
     QUERYGEN_DESCRIPTION, QUERYGEN_INTENT,
     FEEDBACK_COMPREHENSION, FEEDBACK_ASSESSMENT, FEEDBACK_REFINEMENT, FEEDBACK_DECISION, FEEDBACK_REFINE,
+    FEEDBACK_REFINE_ADD,
 )}
 
 

@@ -208,8 +208,8 @@ def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path, 
     assert B.wording_table(tmp_path / "none.json") == (None, None)
     ab = tmp_path / "wording.json"
     ab.write_text(json.dumps({"rounds": 24, "measured": "2026-11-26", "source": "s", "wordings": {
-        "enrich": {"changed": 9, "extended": 3, "median words": 30.0, "seconds": 600.0},
-        "enrich-add": {"changed": 20, "extended": 15, "median words": 40.0, "seconds": 700.0}}}))
+        "enrich": {"changed": 9, "extended": 3, "median words": 30.0},
+        "enrich-add": {"changed": 20, "extended": 15, "median words": 40.0}}}))
     table, ab_rec = B.wording_table(ab)
     assert list(table.index) == ["enrich", "enrich-add"] and list(table.changed) == [9, 20] and ab_rec["rounds"] == 24
     path.write_text('{"not": "a list"}')

@@ -96,8 +96,7 @@ def bench_record(records: list[dict], cfg, slots: int | None = None, variant: st
 
 def wording_table(path: Path = WORDING_FILE):
     """``scripts/ab_refine_wording.py --out``'s record as a table (one row per step-4 wording, on the same recorded
-    rounds: how many refinements changed the instruction, how many by extending it, median words, seconds
-    generated) and its record; (None, None) when it was not run."""
+    rounds: how many refinements changed the instruction, how many by extending it, median words) and its record; (None, None) when it was not run."""
     import pandas as pd
     if not path.is_file():
         return None, None

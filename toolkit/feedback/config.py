@@ -70,9 +70,13 @@ PROFILES = {
     # 1 slot, and 155.5 s against 194.4 s in a second pair of runs (1.35x, 1.25x; 2 threads, same inputs;
     # results/bench/feedback_round.json holds the second). Batched greedy decoding changed one of the 4 decisions
     # in the first pair -- the committed cache is what replays, so a regenerated trace may differ in a few answers.
+    # Step 4's wording "enrich-add": on the first 24 recorded refinement requests, the 1.5B model changed 9 instructions
+    # with "enrich" and 16 with "enrich-add" (scripts/ab_refine_wording.py; results/bench/refine_wording.json); an
+    # unchanged "refinement" retrieves the same list, so with "enrich" the loop did nothing for most instructions.
     "standard": FeedbackExperiment(profile="standard", training=IterationConfig(max_seq_length=128), llm_slots=4,
                                    feedback=FeedbackConfig(tool_chars=400, comprehension_tokens=160,
-                                                           assessment_tokens=160, refinement_tokens=96),
+                                                           assessment_tokens=160, refinement_tokens=96,
+                                                           refine_wording="enrich-add"),
                                    test_requests={"I1": 150, "I2": None, "I3": None, "UltraTool": 150}),
     "paper": FeedbackExperiment(profile="paper", base="bert-base-uncased", llm="gpt-3.5-turbo-0125",
                                 train_feedback_requests=None, training=IterationConfig(batch_size=64)),

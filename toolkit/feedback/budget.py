@@ -82,21 +82,25 @@ def add_bench(record: dict, path: Path = BENCH_FILE) -> Path:
     return path
 
 
+def _priced(feedback: dict) -> dict:
+    """The feedback settings that decide what a round costs (:data:`WORDING_ONLY` left out)."""
+    return {k: v for k, v in feedback.items() if k not in WORDING_ONLY}
+
+
 def bench_record(records: list[dict], cfg, slots: int | None = None, variant: str = "chat") -> dict | None:
     """The latest record measured with ``cfg``'s LLM and feedback settings (:data:`WORDING_ONLY` aside), ``slots``
     slots (default: the profile's, 1 when unset) and a ``variant`` timing; None when there is none."""
     slots = slots or cfg.llm_slots or 1
-    def cost(fb: dict) -> dict:
-        return {k: v for k, v in fb.items() if k not in WORDING_ONLY}
-    fb = cost(asdict(cfg.feedback))
-    hits = [r for r in records if r.get("model") == cfg.llm and cost(r.get("feedback") or {}) == fb and r.get("slots") == slots
-            and variant in r["variants"]]
+    fb = _priced(asdict(cfg.feedback))
+    hits = [r for r in records if r.get("model") == cfg.llm and _priced(r.get("feedback") or {}) == fb
+            and r.get("slots") == slots and variant in r["variants"]]
     return hits[-1] if hits else None
 
 
 def wording_table(path: Path = WORDING_FILE):
     """``scripts/ab_refine_wording.py --out``'s record as a table (one row per step-4 wording, on the same recorded
-    rounds: how many refinements changed the instruction, how many by extending it, median words) and its record; (None, None) when it was not run."""
+    rounds: how many refinements changed the instruction, how many by extending it, median words) and the record;
+    (None, None) when it was not run."""
     import pandas as pd
     if not path.is_file():
         return None, None

@@ -143,7 +143,7 @@ def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: 
     """The same steps as independent calls (each re-reads the tools and is given the previous answer)."""
     templates = {"comprehension": prompts.FEEDBACK_COMPREHENSION, "assessment": prompts.FEEDBACK_ASSESSMENT,
                  "refinement": prompts.FEEDBACK_REFINEMENT, "decision": prompts.FEEDBACK_DECISION,
-                 "refine": {"enrich": prompts.FEEDBACK_REFINE, "enrich-add": prompts.FEEDBACK_REFINE_ADD}[cfg.refine_wording]}
+                 "refine": prompts.FEEDBACK_REFINE_TEMPLATES[cfg.refine_wording]}
     slots = {"k": str(len(docs)), "instruction": instruction,
              "tools": prompts.format_tools(docs, max_chars=cfg.tool_chars)}
     calls: list[tuple[list[dict], Sampling]] = []

@@ -289,6 +289,8 @@ FEEDBACK_REFINE = _feedback_call("feedback_refine", FEEDBACK_STEP_REFINE,
 FEEDBACK_REFINE_ADD = _feedback_call("feedback_refine_add", FEEDBACK_STEP_REFINE_ADD,
                                      "Iterative feedback, §4.2 'Refinement' (Eq. 4), asked when an answer is not "
                                      "'yes'; 'keep the request and add to it'", _REFINE_PREVIOUS)
+# FeedbackConfig.refine_wording -> step 4 as an independent call (the separate-calls benchmark variant)
+FEEDBACK_REFINE_TEMPLATES = {"enrich": FEEDBACK_REFINE, "enrich-add": FEEDBACK_REFINE_ADD}
 
 
 PROMPTS: dict[str, PromptTemplate] = {t.name: t for t in (

@@ -226,12 +226,14 @@ for table in ("4", "5", "6", "7"):
 # ## Figure 4 — one instruction through the loop (our data)
 #
 # The instruction of the main run's test traces refined the most times whose gold tools rose most in the top 5
-# (`*` marks gold tools).
+# (`*` marks gold tools). Until a test trace holds a refined instruction, the case comes from the offline feedback on
+# training instructions (set "ToolLens train": the warm-up retriever, before any training on the feedback).
 
 # %%
 case = extra.get("case_study")
 rec.extra["case_study"] = case
-print(case["text"] if case else "no refined instruction in the traces yet")
+print(f"from {case['set']} ({case['qid']}): NDCG@5 {case['ndcg@5 first']:.3f} -> {case['ndcg@5 last']:.3f}\n\n"
+      + case["text"] if case else "no refined instruction in the traces yet")
 
 # %% [markdown]
 # ## The offline feedback on its own (§4.3): what refinement does to a fixed retriever

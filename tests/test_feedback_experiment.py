@@ -107,16 +107,22 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     assert stage.name == "training feedback" and stage.command.endswith("train-feedback --profile smoke")
     train = training_set("train")
     gold_of = {q: next(d for d, r in train.qrels[q].items() if r > 0) for q in stage.qids}
-    X.save_traces({q: _trace(q, [["x"], [gold_of[q]]] if i else [["x"]], [2.0] if i else [])
+    miss = {q: next(d for d in train.corpus if d not in train.qrels[q]) for q in stage.qids}
+    X.save_traces({q: _trace(q, [[miss[q]], [gold_of[q]]] if i else [[miss[q]]], [2.0] if i else [])
                    for i, q in enumerate(stage.qids)}, stage.path)
-    values, pending, _ = X.collect(cfg, tests)
+    values, pending, extra = X.collect(cfg, tests)
+    assert extra["case_study"]["set"] == "I2"                     # a test trace's case first
     v = values.set_index(["table", "set", "method", "metric"])["value"]
     last = f"ToolRetriever + feedback (round {cfg.training.rounds})"
     assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 0)", "ndcg@1"] == 0.0
     assert v["s4.3", "ToolLens train", last, "ndcg@1"] == pytest.approx(1 - 1 / len(stage.qids))
     assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 1)", "rewritten"] == pytest.approx(1 - 1 / len(stage.qids))
     assert {p["set"] for p in pending} == {"I2"}                  # only the Tables 4, 6, 7 conditions remain
-    assert extra["case_study"]["set"] == "I2"
+    for p in tmp_path.glob("*-test-*"):                            # no test trace yet: the offline feedback's case
+        p.unlink()
+    _, _, alone = X.collect(cfg, tests)
+    case = alone["case_study"]
+    assert case["set"] == "ToolLens train" and case["ndcg@5 last"] > case["ndcg@5 first"] == 0.0
     # per-query values travel with the rows, so the claims table can test Ours against ToolRetriever
     from toolkit.feedback import tables as T
     pq = values.set_index(["table", "set", "method", "metric"])["per_query"]

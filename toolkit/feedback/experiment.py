@@ -496,12 +496,13 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     extra["decision_audit"] = decision_audit({**ours, **({OFFLINE_SET: offline} if offline else {})},
                                              {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels},
                                              cfg.feedback.k).to_dict("records")
-    # Figure 4: a case study from the main run's test traces (I2 first, as the paper's multi-tool example)
-    for label in (ABLATION_GROUP, *GROUPS):
-        if label in ours:
-            case = case_study(ours[label], tests[label])
-            if case:
-                extra["case_study"] = {"set": label, **case}
-                break
+    # Figure 4: a case study from the main run's test traces (I2 first, as the paper's multi-tool example); until
+    # a test trace holds a refined instruction, from the offline feedback (the warm-up retriever, no training on it)
+    sources = [(label, ours[label], tests[label]) for label in (ABLATION_GROUP, *GROUPS) if label in ours]
+    for label, traces, ds in sources + ([(OFFLINE_SET, offline, train)] if offline else []):
+        case = case_study(traces, ds)
+        if case:
+            extra["case_study"] = {"set": label, **case}
+            break
     return pd.DataFrame(out, columns=["table", "set", "method", "metric", "n", "value", "ours_only", "per_query",
                                       "planned"]), pending, extra

@@ -128,6 +128,18 @@ def test_a_conversation_stores_each_turn_once(tmp_path):
     assert reread.chat(chats[0][0]) == chats[0][1] and reread.backend.calls == 0
 
 
+def test_answers_keep_the_prompt_and_reused_token_counts(tmp_path):
+    # a round's later turns should find their conversation in the server's KV cache: the counts are kept per answer
+    from dataclasses import replace
+
+    class Counting(EchoBackend):
+        def generate(self, req):
+            return replace(super().generate(req), prompt_tokens=120, cached_tokens=100)
+    echo_client(tmp_path, backend=Counting()).chat("q")
+    meta = next(ResponseCache(tmp_path, "t", "echo").answers())
+    assert (meta["ptok"], meta["ctok"]) == (120, 100)
+
+
 def test_compact_rewrites_without_changing_answers(tmp_path):
     from toolkit.llm.cache import ResponseCache
     c = echo_client(tmp_path)

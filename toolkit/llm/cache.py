@@ -22,7 +22,8 @@ or, for a chat that continues a stored chat (the same messages, then more turns:
 ``{"t": "c", "id": <config hash>, "model": <model id>, "sampling": {...}}``
     a model + sampling configuration, stored once per file;
 ``{"t": "a", "p": <prompt hash>, "c": <config hash>, "i": <sample index>, "text": <answer>, ...}``
-    one answer, plus optional metadata: ``fin`` (finish reason), ``ntok`` (completion tokens),
+    one answer, plus optional metadata: ``fin`` (finish reason), ``ntok`` (completion tokens), ``ptok`` /
+    ``ctok`` (prompt tokens / of them already in the server's KV cache),
     ``ms`` (wall time of the call in milliseconds).
 
 Records needed by an answer are written together with it in a single ``write`` on a file opened in

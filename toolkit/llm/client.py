@@ -174,8 +174,10 @@ class LLMClient:
             if _redact(ans.text) != ans.text:       # a server that echoes the API key: never store it
                 log.warning("%s: an answer contained the API key; it was replaced before caching", self.namespace)
                 ans = replace(ans, text=_redact(ans.text))
+            # ptok / ctok: prompt tokens and how many of them the server's KV cache already held (prefix reuse)
             cache.put(kind, norm[pos], key, i, ans.text, fin=ans.finish_reason, ntok=ans.completion_tokens,
-                      ms=None if ans.seconds is None else int(round(ans.seconds * 1000)))
+                      ms=None if ans.seconds is None else int(round(ans.seconds * 1000)),
+                      ptok=ans.prompt_tokens, ctok=ans.cached_tokens)
             # another process may have stored an answer first (the cache keeps the first): use what
             # the cache holds, so this run's numbers are the ones a replay gives
             kept = cache.get(kind, norm[pos], key, i)

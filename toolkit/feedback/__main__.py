@@ -68,7 +68,8 @@ def print_status(cfg) -> None:
         rate = done["wall h"].sum() * 3600 / done.traced.sum()       # all rounds, retrieval and N/A stops included
         left_n = int((progress.planned - progress.traced).clip(lower=0).sum())
         print(f"measured so far: {rate:.0f} s per instruction over {int(done.traced.sum()):,} traced -> "
-              f"~{left_n * rate / 3600:.1f} h for the {left_n:,} left at that rate")
+              f"~{left_n * rate / 3600:.1f} h for the {left_n:,} left at that rate (the traces' wall time: a run "
+              f"killed mid-chunk loses that chunk's time, and cached answers are served free, so a lower bound)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from toolkit.data.contract import RetrievalDataset
 
 IN_DOMAIN = {"I1": "toolbench-i1", "I2": "toolbench-i2", "I3": "toolbench-i3", "All": "toolbench-all"}
 OUT_OF_DOMAIN = {"UltraTool": "ultratool"}
+OFFLINE_SET = "ToolLens train"   # the training instructions given offline feedback (§4.3): ours only
 UNAVAILABLE = {"T-Eval": "T-Eval's test instructions are not public (only its 15 tools / 50 API docs are)"}
 
 

@@ -40,7 +40,6 @@ DEPTH = 30
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
 GROUPS = ("I1", "I2", "I3")  # "All" is their union (StableToolBench's 765 queries)
 ABLATION_GROUP = "I2"        # Tables 4-7 are on I2 (intra-category multi-tool), as the paper
-OFFLINE_SET = "ToolLens train"   # the training instructions given offline feedback (§4.3)
 
 # Table label -> change of the main configuration (``training`` fields, or ``base``)
 CONDITIONS: dict[str, dict[str, dict]] = {
@@ -301,7 +300,7 @@ def tables_frame(values: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 # --- what the notebook evaluates ------------------------------------------------------------------
 
-from toolkit.feedback.data import IN_DOMAIN, OUT_OF_DOMAIN  # noqa: E402
+from toolkit.feedback.data import IN_DOMAIN, OFFLINE_SET, OUT_OF_DOMAIN  # noqa: E402
 
 
 def test_datasets(cfg) -> dict:
@@ -470,7 +469,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         extra["stopped_after_round"] = {t: sum(len(tr.instructions) - 1 == t for tr in i2.values())
                                         for t in range(cfg.training.rounds + 1)}
     # Tables 4, 6, 7: conditions on the I2 ablation sample; the main run's row from its I2 trace
-    sample = ablation_sample(cfg, tests)
+    sample = next(s.qids for s in plan.values() if s.condition)     # the conditions' shared I2 sample
     qrels2 = tests[ABLATION_GROUP].qrels
     main_rows = {"4": "Ours", "6": "Ours (BERT-based)"}
     for table, conds in CONDITIONS.items():

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from toolkit.feedback.data import IN_DOMAIN, OUT_OF_DOMAIN, UNAVAILABLE
+from toolkit.feedback.data import IN_DOMAIN, OFFLINE_SET, OUT_OF_DOMAIN, UNAVAILABLE
 
 PAPER = "iterative_feedback"
 KEY = {**IN_DOMAIN, **OUT_OF_DOMAIN, "T-Eval": "teval",       # column label -> the YAML's dataset key
-       "ToolLens train": "toollens-train"}                     # ours only: the offline feedback (§4.3)
+       OFFLINE_SET: "toollens-train"}                     # ours only: the offline feedback (§4.3)
 
 
 def table1(train_queries: int, train_apis: int, tests: dict) -> pd.DataFrame:
@@ -93,12 +93,12 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
     size of ToolLens train, for the offline-feedback rows (§4.3)."""
     out = []
     for r in values.itertuples():
-        full = train_queries if r.set == "ToolLens train" else len(tests[r.set].queries)
+        full = train_queries if r.set == OFFLINE_SET else len(tests[r.set].queries)
         size = f"{r.n} of {full} queries" + (" (seeded sample)" if r.n < full else "")
         planned = r.planned
         if planned == planned and r.n < planned:          # (NaN-safe) an LLM trace still being generated
             size += f"; partial: {r.n} of the {int(planned)} planned instructions traced so far"
-        if getattr(r, "table", None) == "s4.3":
+        if r.set == OFFLINE_SET:
             what = (f"{cfg.llm} offline feedback (no iteration prefix), K={cfg.feedback.k}, retrieved by {cfg.base} "
                     f"fine-tuned on ToolLens train (warm-up) -- these are its own training instructions")
         elif r.method.startswith("ToolRetriever"):

@@ -353,6 +353,11 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
         "{4|toolbench-i2|w/o warm-up}, w/o hard-negative {4|toolbench-i2|w/o hard-negative}, w/o joint & hard-neg "
         "{4|toolbench-i2|w/o joint & hard-neg} (paper {paper:4|toolbench-i2|Ours} / {paper:4|toolbench-i2|w/o warm-up} "
         "/ {paper:4|toolbench-i2|w/o hard-negative} / {paper:4|toolbench-i2|w/o joint & hard-neg})."))
+decided = claims[claims.here != "pending"]
+if len(decided):
+    lines.append(f"- **Claims** ({len(decided)} of {len(claims)} decided here; table above), here vs the paper's own "
+                 "tables: " + "; ".join(f"{c.claim}: {c.here} vs {c.paper}" + (f" ({c.p})" if c.p else "")
+                                       for c in decided.itertuples()) + ".")
 if offline_test is not None:
     steps = [f"ToolRetriever + feedback (round {t})" for t in range(cfg.training.rounds + 1)]
     lines.append(R.format(

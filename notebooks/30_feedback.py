@@ -248,19 +248,22 @@ print(f"from {case['set']} ({case['qid']}): NDCG@5 {case['ndcg@5 first']:.3f} ->
 # randomization test of NDCG@5.
 
 # %%
-from toolkit.significance import compared, p_text  # noqa: E402
+from toolkit.significance import compared, p_text, win_tie_loss  # noqa: E402
 
 offline = llm_values[llm_values.table == "s4.3"]
-offline_test = None
+offline_test = offline_moves = None
 if len(offline):
     display(T.condition_table(offline, "s4.3", METRICS + ["rewritten"]))
     first, last = (offline[(offline.metric == "ndcg@5") & offline.method.str.endswith(f"(round {t})")].per_query.iloc[0]
                    for t in (0, cfg.training.rounds))
     offline_test = compared(f"round {cfg.training.rounds} vs round 0", last, first)
-    print(p_text([offline_test]))
+    offline_moves = win_tie_loss(last, first)
+    print(p_text([offline_test]) + f"; NDCG@5 per instruction, round {cfg.training.rounds} vs round 0: better on "
+          f"{offline_moves['better']}, equal on {offline_moves['equal']}, worse on {offline_moves['worse']}")
 else:
     print("no offline-feedback trace yet (pending above)")
 rec.extra["offline_feedback_test"] = offline_test
+rec.extra["offline_feedback_moves"] = offline_moves
 
 # %% [markdown]
 # ## When does the LLM stop? Round 1's decision against the list it judged
@@ -364,7 +367,9 @@ if offline_test is not None:
         "- **Offline feedback alone** (§4.3; ToolLens train, the warm-up retriever on its own training instructions, "
         "NDCG@5, n = {n}): " + " → ".join(f"{{s4.3|toollens-train|{m}}}" for m in steps) + " from round 0 to "
         f"{cfg.training.rounds} ({{d!+.3f}}, {p_text([offline_test])}); instructions changed by the refinement at rounds "
-        f"1-{cfg.training.rounds}: " + " / ".join(f"{{s4.3|toollens-train|{m}|rewritten!.0%}}" for m in steps[1:]) + ".",
+        f"1-{cfg.training.rounds}: " + " / ".join(f"{{s4.3|toollens-train|{m}|rewritten!.0%}}" for m in steps[1:])
+        + f"; per instruction, round {cfg.training.rounds} is better than round 0 on {offline_moves['better']}, equal on "
+        f"{offline_moves['equal']} and worse on {offline_moves['worse']}.",
         n=int(offline.n.iloc[0]), d=offline_test["diff"]))
 if len(audit):
     a = audit.set_index("set")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from toolkit.significance import macro_paired_randomization, paired_randomization
+from toolkit.significance import macro_paired_randomization, paired_randomization, win_tie_loss
 
 
 def _systems(shift: float, n: int = 120, seed: int = 0):
@@ -101,3 +101,10 @@ def test_compared_is_the_claims_tables_record_of_a_test():
     tie = compared("C vs D", b, dict(b))
     assert p_text([t, tie]) == f"A vs B p={t['p']:.3f}; C vs D p=1.000"
     assert within_noise([t, tie]) == [tie] and p_text([]) == ""
+
+
+def test_win_tie_loss_counts_each_common_query_once_by_the_sign_of_its_difference():
+    a = {"q1": 0.5, "q2": 0.2, "q3": 1.0, "q4": 0.3, "only_a": 1.0}
+    b = {"q1": 0.1, "q2": 0.2 + 1e-12, "q3": 0.0, "q4": 0.9, "only_b": 0.0}
+    assert win_tie_loss(a, b) == {"n": 4, "better": 2, "equal": 1, "worse": 1}
+    assert win_tie_loss(b, a) == {"n": 4, "better": 1, "equal": 1, "worse": 2}

@@ -127,6 +127,16 @@ def compared_on_common(label: str, a: Mapping | None, b: Mapping | None, **kw) -
     return compared(label, {q: a[q] for q in common}, {q: b[q] for q in common}, **kw)
 
 
+def win_tie_loss(a: Mapping, b: Mapping, tol: float = 1e-9) -> dict:
+    """Per query, is ``a`` above, equal to (within ``tol``) or below ``b``: ``{"n", "better", "equal", "worse"}``
+    over the queries both ``{qid: score}`` maps hold -- the paired test's mean difference split into how many
+    queries move each way (a small mean change can be many queries moving both ways, or a few moving one)."""
+    common = [q for q in a if q in b]
+    d = np.array([a[q] - b[q] for q in common], dtype=float)
+    return {"n": len(common), "better": int((d > tol).sum()), "equal": int((abs(d) <= tol).sum()),
+            "worse": int((d < -tol).sum())}
+
+
 def p_text(tests: list[dict]) -> str:
     """``"A vs B p=0.012; C vs D p=0.431"``: the claims tables' ``p`` column, formatted from :func:`compared`."""
     return "; ".join(f"{t['comparison']} p={t['p']:.3f}" for t in tests)

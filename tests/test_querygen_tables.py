@@ -206,6 +206,8 @@ def test_claims_on_the_paper_s_own_numbers():
 
 def test_claims_give_the_randomization_p_value_of_the_comparison_they_rest_on():
     import numpy as np
+
+    from toolkit.significance import p_text
     r = np.random.default_rng(0)
     qids = [f"q{i}" for i in range(60)]
     base = {q: float(x) for q, x in zip(qids, r.random(60))}
@@ -217,9 +219,10 @@ def test_claims_give_the_randomization_p_value_of_the_comparison_they_rest_on():
             for ds in (IN, OUT) for m, pq in per.items()]
     c = T.claims(pd.DataFrame(rows), [], [], 3, {IN: 60, OUT: 60}).set_index("claim")
     sft = c.loc["SFT is the best method in-domain (recall@5)"]
-    assert sft.holds == "yes" and sft.p.startswith("SFT vs ") and float(sft.p.split("p=")[1]) < 0.01
+    assert sft.holds == "yes" and sft.p.startswith("SFT vs ") and all(t["p"] < 0.01 for t in sft.tests)
+    assert sft.p == p_text(sft.tests)                                      # the column formatted from the tests
     ood = c.loc["Alignment is the best method out-of-domain (recall@5)"]
-    assert ood.holds == "no" and ood.p.startswith("Alignment vs SFT") and float(ood.p.split("p=")[1]) < 0.01
+    assert ood.holds == "no" and ood.p.startswith("Alignment vs SFT") and all(t["p"] < 0.01 for t in ood.tests)
     zs = c.loc["zero-shot is below the utterance on both test sets"]
     assert zs.holds == "no" and zs.p == "in-domain p=1.000; out-of-domain p=1.000"     # no difference at all
     assert c.loc["the mean draft reward rises at every iteration (Fig. 4, right)"].p == ""   # pending: no p

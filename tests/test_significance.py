@@ -99,7 +99,7 @@ def test_compared_is_the_claims_tables_record_of_a_test():
     assert m["diff"] == pytest.approx(0.25) and m["p"] == macro_paired_randomization({"g1": a, "g2": b},
                                                                                          {"g1": b, "g2": b}).p
     tie = compared("C vs D", b, dict(b))
-    assert p_text([t, tie]) == f"A vs B p={t['p']:.3f}; C vs D p=1.000"
+    assert t["p"] < 0.001 and p_text([t, tie]) == "A vs B p<0.001; C vs D p=1.000"
     assert within_noise([t, tie]) == [tie] and p_text([]) == ""
 
 
@@ -108,3 +108,13 @@ def test_win_tie_loss_counts_each_common_query_once_by_the_sign_of_its_differenc
     b = {"q1": 0.1, "q2": 0.2 + 1e-12, "q3": 0.0, "q4": 0.9, "only_b": 0.0}
     assert win_tie_loss(a, b) == {"n": 4, "better": 2, "equal": 1, "worse": 1}
     assert win_tie_loss(b, a) == {"n": 4, "better": 1, "equal": 1, "worse": 2}
+
+
+def test_a_p_value_is_never_zero_and_tiny_ones_print_as_below_a_thousandth():
+    from toolkit.significance import compared, p_text
+    a = {f"q{i}": 1.0 for i in range(60)}
+    b = {q: 0.0 for q in a}                        # every query favours a: no sign flip reaches the observed sum
+    t = compared("A vs B", a, b, n_permutations=999)
+    assert t["p"] == pytest.approx(1 / 1000)      # (0 + 1) / (999 + 1): the observed assignment counts once
+    assert p_text([compared("A vs B", a, b)]) == "A vs B p<0.001"
+    assert p_text([{**t, "p": 0.0123}]) == "A vs B p=0.012"

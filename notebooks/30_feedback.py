@@ -333,7 +333,7 @@ if "ToolRetriever" in set(llm_values.method):
         "({paper:2|toolbench-i3|ToolRetriever} / {paper:2|toolbench-i3|Ada Embedding}), UltraTool "
         "{3|ultratool|ToolRetriever} vs {3|ultratool|Ada Embedding} ({paper:3|ultratool|ToolRetriever} / "
         "{paper:3|ultratool|Ada Embedding}). Paired randomization tests of the difference: "
-        + p_text([{**t, "comparison": g} for g, t in finetune.items()]).replace(";", ",")
+        + p_text([{**t, "comparison": g} for g, t in finetune.items()], sep=", ")
         + ". The paper trains on ToolBench's own training instructions; ours on "
         f"ToolLens ({len(train.corpus):,} APIs), while I1-I3 search {len(tests['I1'].corpus):,} APIs here."))
 if {"Ours", "ToolRetriever"} <= set(llm_values.method):

@@ -8,7 +8,7 @@ from toolkit.feedback.data import IN_DOMAIN, OFFLINE_SET, OUT_OF_DOMAIN, UNAVAIL
 
 PAPER = "iterative_feedback"
 KEY = {**IN_DOMAIN, **OUT_OF_DOMAIN, "T-Eval": "teval",       # column label -> the YAML's dataset key
-       OFFLINE_SET: "toollens-train"}                     # ours only: the offline feedback (§4.3)
+       OFFLINE_SET: "toollens-train"}                         # ours only: the offline feedback (§4.3)
 
 
 def table1(train_queries: int, train_apis: int, tests: dict) -> pd.DataFrame:

@@ -80,3 +80,36 @@ def test_epochs_are_evaluated_and_the_best_one_is_kept(tmp_path):
     kept = torch.load(tmp_path / "run" / "final" / "w.pt")["weight"]
     assert torch.equal(kept, weights["epoch2"]) and not torch.equal(kept, weights["epoch3"])
     assert not (tmp_path / "run" / "best").exists()
+
+
+def test_a_resumed_run_keeps_the_dropout_masks_of_an_uninterrupted_one(tmp_path):
+    x, y = _data()
+    batches = [list(range(i, i + 4)) for i in range(0, 16, 4)]
+
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.Linear(3, 1))
+
+    def loss_for(m):
+        return lambda idx: ((m(x[idx]).squeeze(1) - y[idx]) ** 2).mean()
+
+    full = make()
+    train_loop(full, loss_for(full), batches, tmp_path / "full", lr=0.1, checkpoint_every=2, log=None, seed=3)
+    part = make()
+    calls = []
+
+    def killed_at_step_3(idx, f=loss_for(part)):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return f(idx)
+
+    with pytest.raises(RuntimeError):
+        train_loop(part, killed_at_step_3, batches, tmp_path / "part", lr=0.1, checkpoint_every=2, log=None, seed=3)
+    torch.manual_seed(123)     # whatever the generator did in between, the resume restores it
+    resumed = make()
+    stats = train_loop(resumed, loss_for(resumed), batches, tmp_path / "part", lr=0.1, checkpoint_every=2, log=None,
+                       seed=3)
+    assert stats["resumed_from_step"] == 2
+    for p, q in zip(full.parameters(), resumed.parameters()):
+        assert torch.equal(p, q)

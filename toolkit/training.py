@@ -7,8 +7,9 @@ sentence-transformers loss modules (``MultipleNegativesRankingLoss``, ``BinaryCr
 on batches we build ourselves, with AdamW, linear warm-up then linear decay (the schedule of
 both trainers and of ToolBench's ``model.fit``), and adds what a shared 2-core machine needs:
 
-- a checkpoint (weights, optimizer, scheduler, step) every ``checkpoint_every`` steps, so a killed
-  run resumes where it stopped (batches are a pure function of the seed, so the order is the same);
+- a checkpoint (weights, optimizer, scheduler, step, torch's RNG state) every ``checkpoint_every`` steps, so a
+  killed run resumes where it stopped with the weights an uninterrupted run reaches (batches are a pure function
+  of the seed, so the order is the same; the RNG state keeps the dropout masks);
 - the final model saved to ``<dir>/final`` with ``train_stats.json`` (steps, pairs, seconds,
   pairs/s); a finished directory is never trained again;
 - throughput logged every ``log_every`` steps;
@@ -167,6 +168,10 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         start, done_pairs, spent = state["step"], state["pairs"], state["seconds"]
+        if "torch_rng" in state:
+            # dropout masks continue as in an uninterrupted run; a checkpoint without the key (written before it was
+            # saved) resumes from the reseeded generator, as those runs did
+            torch.set_rng_state(state["torch_rng"])
         if log:
             log(f"resumed {out_dir.name} at step {start}/{total}")
     module.train()
@@ -214,7 +219,7 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
         if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < total:
             tmp = ckpt.with_suffix(".tmp")
             torch.save({"model": module.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                        "step": step + 1, "pairs": done_pairs, "seconds": now}, tmp)
+                        "step": step + 1, "pairs": done_pairs, "seconds": now, "torch_rng": torch.get_rng_state()}, tmp)
             tmp.replace(ckpt)
     module.eval()
     seconds = spent + time.perf_counter() - t0

@@ -236,13 +236,14 @@ def test_weighted_loss_is_mnrl_with_hard_negatives_scaled_by_alpha_t():
     model = load_base_encoder("minilm", 64)
     batch = [Example("weather in paris", "weather api", "stock api", 1.0, 0),
              Example("price of gold", "metals api", "news api", 1.0, 0)]
-    ours = weighted_contrastive_loss(model, batch)
-    mnrl = MultipleNegativesRankingLoss(model)
-    ref = mnrl([_features(model, [e.query for e in batch]), _features(model, [e.positive for e in batch]),
-                _features(model, [e.negative for e in batch])], None)
-    assert float(ours) == pytest.approx(float(ref), rel=1e-4)
-    halved = [Example(e.query, e.positive, e.negative, 0.5, 1) for e in batch]
-    assert float(weighted_contrastive_loss(model, halved)) == pytest.approx(float(ours) / 2, rel=1e-4)
+    with torch.no_grad():                                       # values only (no graph, no grad-to-scalar warning)
+        ours = weighted_contrastive_loss(model, batch)
+        mnrl = MultipleNegativesRankingLoss(model)
+        ref = mnrl([_features(model, [e.query for e in batch]), _features(model, [e.positive for e in batch]),
+                    _features(model, [e.negative for e in batch])], None)
+        assert float(ours) == pytest.approx(float(ref), rel=1e-4)
+        halved = [Example(e.query, e.positive, e.negative, 0.5, 1) for e in batch]
+        assert float(weighted_contrastive_loss(model, halved)) == pytest.approx(float(ours) / 2, rel=1e-4)
 
 
 @pytest.mark.slow
@@ -328,7 +329,9 @@ def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path):
                           _client(tmp_path / "other-cache", answer), out, {"stage": "test"}, chunk=1, rounds=3)
     assert list(got) == ["q1", "q2", "q3"] and got["q1"].instructions == ["find weather", "find the weather forecast"]
     assert got["q1"].answers == X.load_traces(out)["q1"].answers == [["no", "yes"], ["yes", "yes"]]
-    assert all("q1" not in c for c in calls)                    # q1 was not run again (a fresh cache would have)
+    check, *loop = calls
+    assert check == {"q1": "find weather"}                      # the resume first re-checks q1's round 0 ...
+    assert all("q1" not in c for c in loop)                     # ... and does not run it again
     assert len(seen) == n_calls + 2 * 3                         # q2, q3: one round of steps 1-3 each, then N/A
     assert X.load_meta(out)["complete"] is True and X.load_meta(out)["instructions"] == 3
     # the same traces as one uninterrupted loop
@@ -336,6 +339,24 @@ def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path):
                     progress=False)
     assert {q: (t.instructions, t.runs) for q, t in whole.items()} == \
         {q: (t.instructions, t.runs) for q, t in X.load_traces(out).items()}
+
+
+def test_a_trace_is_not_continued_by_another_retriever(tmp_path):
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.stages import iterate_to_file
+    answer, _ = _scripted({})
+    llm = _client(tmp_path / "cache", answer)
+    out = tmp_path / "trace.jsonl"
+    iterate_to_file({"q1": "find weather"}, _search_by_keyword([]), CORPUS, llm, out, {"retriever": "warm-a"},
+                    rounds=1)
+
+    def retrained(queries, base=_search_by_keyword([])):      # the same order, every score moved by 0.01
+        return {q: {d: s + 0.01 for d, s in run.items()} for q, run in base(queries).items()}
+
+    with pytest.raises(RuntimeError, match=r"trace\.jsonl: warm-a does not reproduce .* 1 of 1 checked .*move trace"):
+        iterate_to_file({"q1": "find weather", "q2": "stock price"}, retrained, CORPUS, llm, out,
+                        {"retriever": "warm-a"}, rounds=1)
+    assert set(X.load_traces(out)) == {"q1"}                    # nothing was added or lost
 
 
 def test_pending_row_says_a_partial_trace_is_in_progress(tmp_path):

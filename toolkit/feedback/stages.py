@@ -68,6 +68,7 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
     from toolkit.feedback.loop import iterate, llm_slots
     done = X.load_traces(out) if out.is_file() else {}
     done = {q: done[q] for q in queries if q in done}
+    check_same_retriever(done, search, out, meta)
     prior_wall = X.load_meta(out).get("wall_s", 0.0) if done else 0.0
     todo = [q for q in queries if q not in done]
     meta = {**meta, "llm_slots": llm_slots(llm)}
@@ -86,6 +87,29 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
         bar.set_postfix_str(f"N/A at round 1 this run: {stopped1}/{asked}")
     bar.close()
     return {q: done[q] for q in queries}
+
+
+def check_same_retriever(done: dict, search, out: Path, meta: dict, n: int = 20, k: int = 10,
+                         tol: float = 1e-4) -> None:
+    """A trace is continued only by the retriever that made it. Models are not committed and a fresh machine
+    retrains them; a retrained model that differs (another library, an inexact resume) would mix two retrievers
+    in one trace. Round 0 of the first ``n`` finished instructions is searched again: each of their recorded
+    top-``k`` tools must come back with its score within ``tol`` (the traces keep 6 decimals)."""
+    check = list(done)[:n]
+    if not check:
+        return
+    now = search({q: done[q].instructions[0] for q in check})
+    bad = [(q, d, s, now.get(q, {}).get(d)) for q in check for d, s in list(done[q].runs[0].items())[:k]
+           if d not in now.get(q, {}) or abs(now[q][d] - s) > tol]
+    if bad:
+        q, d, then, got = bad[0]
+        who = meta.get("retriever") or meta.get("model") or "the retriever"
+        raise RuntimeError(
+            f"{out}: {who} does not reproduce the instructions already traced: round 0 of "
+            f"{len({b[0] for b in bad})} of {len(check)} checked instructions differs (e.g. {q}: {d} scored {then} "
+            f"in the trace, {'not in the top ' + str(len(now.get(q, {}))) if got is None else round(got, 6)} now). "
+            f"The model was retrained and is not the one that made the trace. Restore that model into "
+            f"{models_dir()}, or move {out.name} (and its .meta.json) aside to trace every instruction with this one.")
 
 
 def train_feedback(cfg, llm=None) -> Path:

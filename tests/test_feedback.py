@@ -436,3 +436,33 @@ def test_sample_notes_name_the_offline_feedback_rows():
                        "n": 20, "planned": 500}])
     note = T.sample_notes(v, {}, config_for("smoke"), train_queries=14000)[0]
     assert "offline feedback" in note and "20 of 14000 queries" in note and "partial: 20 of the 500" in note
+
+
+def test_a_kept_warmup_model_is_used_before_the_cache_and_never_retrained(tmp_path, monkeypatch):
+    import json
+
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback import stages
+    from toolkit.feedback.config import config_for
+    from toolkit.toolrerank import dual_encoder
+    cfg = config_for("smoke")
+    monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
+    monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "cache")
+    trained = tmp_path / "cache" / X.warmup_id(cfg) / "final"
+
+    def train_once(pairs, out_dir, **kw):
+        (out_dir / "final").mkdir(parents=True)
+        (out_dir / "final" / "model.safetensors").write_bytes(b"weights")
+        (out_dir / "final" / "train_stats.json").write_text(json.dumps({"steps": 3}))
+        return out_dir / "final", {"steps": 3}
+
+    monkeypatch.setattr(dual_encoder, "train_dual_encoder", train_once)
+    kept = stages.keep_warmup(cfg)
+    assert kept == tmp_path / "kept" / X.warmup_id(cfg) / "final" and (kept / "model.safetensors").read_bytes() == b"weights"
+    (trained / "model.safetensors").unlink()                   # a fresh machine: no cache ...
+
+    def no_training(*a, **kw):
+        raise AssertionError("retrained although a kept model exists")
+
+    monkeypatch.setattr(dual_encoder, "train_dual_encoder", no_training)
+    assert stages.warmup(cfg) == (kept, {"steps": 3})           # ... the kept copy is used

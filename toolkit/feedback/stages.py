@@ -3,7 +3,10 @@ each cached and resumable; ``python -m toolkit.feedback`` runs them in the backg
 profile's notebook runs them itself (echo LLM, a few training steps).
 
 Models live in ``cache_dir()/models/feedback/`` (not committed); what the notebook needs from them is
-in the committed traces and their ``.meta.json`` (training statistics, LLM seconds)."""
+in the committed traces and their ``.meta.json`` (training statistics, LLM seconds). The exception is a
+warm-up model that a committed trace is still being continued with: ``keep-warmup`` copies it to
+``data/models/feedback/`` (91 MB), so a fresh machine resumes with those very weights instead of retraining
+them (the standard warm-up took 4,704 s) into weights that need not be bit-identical (:func:`check_same_retriever`)."""
 from __future__ import annotations
 
 import time
@@ -20,6 +23,9 @@ def _log(msg: str) -> None:
 def models_dir() -> Path:
     from toolkit.paths import cache_dir
     return cache_dir() / "models" / "feedback"
+
+
+KEPT_DIR = X.TRACE_DIR.parent / "models" / "feedback"     # committed warm-up models (keep_warmup)
 
 
 def llm_client(cfg):
@@ -44,7 +50,11 @@ def warmup(cfg) -> tuple[Path, dict]:
     """ToolRetriever: the dual encoder on ToolLens train (original instructions, in-batch negatives)."""
     from toolkit.feedback.data import training_set
     from toolkit.toolrerank.dual_encoder import positive_pairs, train_dual_encoder
+    from toolkit.training import is_trained, read_stats
     import random
+    kept = KEPT_DIR / X.warmup_id(cfg)
+    if is_trained(kept):
+        return kept / "final", read_stats(kept)
     t = cfg.training
     pairs = positive_pairs(training_set("train"), cfg.warmup_pos, t.seed)
     if cfg.warmup_pairs is not None and cfg.warmup_pairs < len(pairs):
@@ -55,6 +65,21 @@ def warmup(cfg) -> tuple[Path, dict]:
                                      max_seq_length=t.max_seq_length, max_steps=cfg.warmup_max_steps, seed=t.seed,
                                      log=_log, min_batch=t.min_batch_size)
     return path, stats
+
+
+def keep_warmup(cfg) -> Path:
+    """Copy the warm-up model (trained first if needed) into the repository's ``data/models/feedback/``, where
+    :func:`warmup` finds it before the cache; commit it with the trace it continues."""
+    import shutil
+    path, _ = warmup(cfg)
+    dest = KEPT_DIR / X.warmup_id(cfg) / "final"
+    if path.resolve() != dest.resolve():
+        tmp = dest.with_name("final.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(path, tmp)
+        tmp.replace(dest)
+    _log(f"kept {X.warmup_id(cfg)} -> {dest} ({sum(f.stat().st_size for f in dest.rglob('*') if f.is_file()) / 1e6:.0f} MB)")
+    return dest
 
 
 def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,

@@ -5,8 +5,9 @@ profile's notebook runs them itself (echo LLM, a few training steps).
 Models live in ``cache_dir()/models/feedback/`` (not committed); what the notebook needs from them is
 in the committed traces and their ``.meta.json`` (training statistics, LLM seconds). The exception is a
 warm-up model that a committed trace is still being continued with: ``keep-warmup`` copies it to
-``data/models/feedback/`` (91 MB), so a fresh machine resumes with those very weights instead of retraining
-them (the standard warm-up took 4,704 s) into weights that need not be bit-identical (:func:`check_same_retriever`)."""
+``data/models/feedback/``, so a fresh machine resumes with those very weights instead of retraining them
+(``train_stats.json`` beside them says for how long) into weights that need not be bit-identical
+(:func:`check_same_retriever`)."""
 from __future__ import annotations
 
 import time

@@ -41,7 +41,7 @@ smoke: env
 # Unit tests, then every notebook's smoke profile under nbval (cells marked NBVAL_CHECK_OUTPUT must
 # reproduce their committed output), then the smoke numbers those runs wrote against data/expected/.
 test: env
-	$(PY) -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests notebooks --nbval-lax --nbval-current-env
 	$(PY) -m toolkit check --profile smoke --quiet --tolerance 1e-4
 
 # Re-execute the notebooks in place (smoke profile) so their committed outputs are current.

@@ -458,6 +458,9 @@ def test_a_kept_warmup_model_is_used_before_the_cache_and_never_retrained(tmp_pa
         return out_dir / "final", {"steps": 3}
 
     monkeypatch.setattr(dual_encoder, "train_dual_encoder", train_once)
+    stray = tmp_path / "kept" / X.warmup_id(cfg) / "final"   # an incomplete copy (no train_stats.json) is replaced
+    stray.mkdir(parents=True)
+    (stray / "model.safetensors").write_bytes(b"half")
     kept = stages.keep_warmup(cfg)
     assert kept == tmp_path / "kept" / X.warmup_id(cfg) / "final" and (kept / "model.safetensors").read_bytes() == b"weights"
     (trained / "model.safetensors").unlink()                   # a fresh machine: no cache ...

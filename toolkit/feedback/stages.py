@@ -78,6 +78,8 @@ def keep_warmup(cfg) -> Path:
         tmp = dest.with_name("final.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(path, tmp)
+        # a complete copy would have been returned by warmup(): what is here lacks train_stats.json
+        shutil.rmtree(dest, ignore_errors=True)
         tmp.replace(dest)
     _log(f"kept {X.warmup_id(cfg)} -> {dest} ({sum(f.stat().st_size for f in dest.rglob('*') if f.is_file()) / 1e6:.0f} MB)")
     return dest

@@ -470,3 +470,32 @@ def test_a_kept_warmup_model_is_used_before_the_cache_and_never_retrained(tmp_pa
 
     monkeypatch.setattr(dual_encoder, "train_dual_encoder", no_training)
     assert stages.warmup(cfg) == (kept, {"steps": 3})           # ... the kept copy is used
+
+
+def test_a_kept_iteration_aware_model_is_used_before_training(tmp_path, monkeypatch):
+    import json
+
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback import stages, training
+    from toolkit.feedback.config import config_for
+    cfg = config_for("smoke")
+    monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
+    trained = tmp_path / "cache" / "final"
+    trained.mkdir(parents=True)
+    (trained / "model.safetensors").write_bytes(b"weights")
+    (trained / "train_stats.json").write_text(json.dumps({"steps": 7}))
+    monkeypatch.setattr(stages, "train", lambda c, llm=None: (trained, {"steps": 7}))
+    kept = stages.keep_model(cfg)
+    assert kept == tmp_path / "kept" / X.model_id(cfg) / "final" and (kept / "model.safetensors").read_bytes() == b"weights"
+    monkeypatch.undo()
+    monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
+
+    def no_training(*a, **kw):
+        raise AssertionError("trained although a kept model exists")
+
+    monkeypatch.setattr(stages, "train_feedback", no_training)
+    monkeypatch.setattr(training, "train_iteration_aware", no_training)
+    assert stages.train(cfg) == (kept, {"steps": 7})
+    other = X.condition(cfg, "4", "w/o hard-negative")    # another condition's model is not the kept one
+    with pytest.raises(AssertionError, match="kept model exists"):
+        stages.train(other)

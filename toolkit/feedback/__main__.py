@@ -2,6 +2,7 @@
 
     python -m toolkit.feedback warmup          [--profile standard]              # ToolRetriever
     python -m toolkit.feedback keep-warmup     [--profile standard]              # ... copied into data/models/
+    python -m toolkit.feedback keep-model      [--profile standard]              # the trained model, likewise
     python -m toolkit.feedback train-feedback  [--profile standard]              # offline feedback, training
     python -m toolkit.feedback train           [--profile standard] [--condition '4:w/o warm-up']
     python -m toolkit.feedback test            [--profile standard] --group I2 [--condition '7:Ours (dim=512)']
@@ -12,8 +13,9 @@
 A stage runs the stages it depends on first (cached ones return at once). Sizes, models and settings come
 from the notebook's configuration (``toolkit.feedback.config``), so what these commands write is what
 ``30_feedback`` reads: traces in ``data/feedback_traces/`` and LLM answers in ``data/llm_cache/feedback/``
-(both committed), models in ``cache_dir()/models/feedback/`` (not committed; ``keep-warmup`` commits the
-warm-up a trace in progress is continued with, so a fresh machine need not retrain it). See
+(both committed), models in ``cache_dir()/models/feedback/`` (not committed; ``keep-warmup`` / ``keep-model``
+commit the warm-up / iteration-aware model a trace in progress is continued with, so a fresh machine need not
+retrain it). See
 :mod:`toolkit.feedback.experiment`.
 """
 from __future__ import annotations
@@ -76,7 +78,7 @@ def print_status(cfg) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolkit.feedback", description=__doc__.split("\n\n")[0])
-    p.add_argument("stage", choices=("warmup", "keep-warmup", "train-feedback", "train", "test", "toolretriever", "all", "status"))
+    p.add_argument("stage", choices=("warmup", "keep-warmup", "keep-model", "train-feedback", "train", "test", "toolretriever", "all", "status"))
     p.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     p.add_argument("--group", default=None, help="test / toolretriever: I1 | I2 | I3 | UltraTool")
     p.add_argument("--condition", default=None, help="a row of Tables 4, 6, 7, e.g. '4:w/o warm-up'")
@@ -92,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         stages.warmup(cfg)
     elif args.stage == "keep-warmup":
         stages.keep_warmup(cfg)
+    elif args.stage == "keep-model":
+        stages.keep_model(cfg)
     elif args.stage == "train-feedback":
         stages.train_feedback(cfg)
     elif args.stage == "train":

@@ -4,7 +4,8 @@ profile's notebook runs them itself (echo LLM, a few training steps).
 
 Models live in ``cache_dir()/models/feedback/`` (not committed); what the notebook needs from them is
 in the committed traces and their ``.meta.json`` (training statistics, LLM seconds). The exception is a
-warm-up model that a committed trace is still being continued with: ``keep-warmup`` copies it to
+model that a committed trace is still being continued with (the warm-up during the offline feedback, the
+iteration-aware model during the test traces): ``keep-warmup`` / ``keep-model`` copy it to
 ``data/models/feedback/``, so a fresh machine resumes with those very weights instead of retraining them
 (``train_stats.json`` beside them says for how long) into weights that need not be bit-identical
 (:func:`check_same_retriever`)."""
@@ -26,7 +27,7 @@ def models_dir() -> Path:
     return cache_dir() / "models" / "feedback"
 
 
-KEPT_DIR = X.TRACE_DIR.parent / "models" / "feedback"     # committed warm-up models (keep_warmup)
+KEPT_DIR = X.TRACE_DIR.parent / "models" / "feedback"     # committed models (keep_warmup, keep_model)
 
 
 def llm_client(cfg):
@@ -68,21 +69,31 @@ def warmup(cfg) -> tuple[Path, dict]:
     return path, stats
 
 
-def keep_warmup(cfg) -> Path:
-    """Copy the warm-up model (trained first if needed) into the repository's ``data/models/feedback/``, where
-    :func:`warmup` finds it before the cache; commit it with the trace it continues."""
+def _keep(path: Path, name: str) -> Path:
+    """Copy the trained model at ``path`` to ``KEPT_DIR/<name>/final`` (through a temporary copy, so a killed copy
+    is never taken for a kept model)."""
     import shutil
-    path, _ = warmup(cfg)
-    dest = KEPT_DIR / X.warmup_id(cfg) / "final"
+    dest = KEPT_DIR / name / "final"
     if path.resolve() != dest.resolve():
         tmp = dest.with_name("final.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(path, tmp)
-        # a complete copy would have been returned by warmup(): what is here lacks train_stats.json
+        # a complete copy would have been found before training: what is here lacks train_stats.json
         shutil.rmtree(dest, ignore_errors=True)
         tmp.replace(dest)
-    _log(f"kept {X.warmup_id(cfg)} -> {dest} ({sum(f.stat().st_size for f in dest.rglob('*') if f.is_file()) / 1e6:.0f} MB)")
+    _log(f"kept {name} -> {dest} ({sum(f.stat().st_size for f in dest.rglob('*') if f.is_file()) / 1e6:.0f} MB)")
     return dest
+
+
+def keep_warmup(cfg) -> Path:
+    """Copy the warm-up model (trained first if needed) into the repository's ``data/models/feedback/``, where
+    :func:`warmup` finds it before the cache; commit it with the trace it continues."""
+    return _keep(warmup(cfg)[0], X.warmup_id(cfg))
+
+
+def keep_model(cfg) -> Path:
+    """The same for the iteration-aware model (:func:`train`), which the test traces are continued with."""
+    return _keep(train(cfg)[0], X.model_id(cfg))
 
 
 def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,
@@ -168,6 +179,10 @@ def train(cfg, llm=None) -> tuple[Path, dict]:
     """Iteration-aware training (Eqs. 5-6) on the training trace, from the warm-up model or the base encoder."""
     from toolkit.feedback.data import training_set
     from toolkit.feedback.training import feedback_examples, train_iteration_aware
+    from toolkit.training import is_trained, read_stats
+    kept = KEPT_DIR / X.model_id(cfg)
+    if is_trained(kept):
+        return kept / "final", read_stats(kept)
     trace = train_feedback(cfg, llm)
     train_ds = training_set("train")
     examples = feedback_examples(X.load_traces(trace), train_ds.qrels, train_ds.corpus, cfg.training)

@@ -412,15 +412,15 @@ def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():
     assert row["Q1 yes with all gold"] == pytest.approx(1 / 2)                  # a right, b wrong
 
 
-def test_offline_rounds_score_each_rounds_instruction_and_count_rewrites():
-    from toolkit.feedback.experiment import offline_rounds
+def test_round_values_score_each_rounds_instruction_and_count_rewrites():
+    from toolkit.feedback.experiment import round_values
     from toolkit.feedback.loop import Trace
     bad, good = {"d1": 2.0, "d0": 1.0}, {"d0": 2.0, "d1": 1.0}
     traces = {"a": Trace("a", ["x", "y", "z"], [bad, good, good], seconds=[1.0, 1.0]),  # fixed at round 1
               "b": Trace("b", ["x"], [good], seconds=[1.0]),                          # N/A at round 1: keeps round 0
               "c": Trace("c", ["x", "x"], [good, good], seconds=[1.0, 1.0])}          # "refined" into itself
     qrels = {"a": {"d0": 1}, "b": {"d0": 1}, "c": {"d0": 1}}
-    r = offline_rounds(traces, qrels, rounds=3, metrics=["ndcg@1"])
+    r = round_values(traces, qrels, rounds=3, metrics=["ndcg@1"])
     assert list(r) == ["round 0", "round 1", "round 2", "round 3"]
     assert [r[k]["values"]["ndcg@1"] for k in r] == pytest.approx([2 / 3, 1.0, 1.0, 1.0])
     assert r["round 0"]["per_query"]["ndcg@1"] == {"a": 0.0, "b": 1.0, "c": 1.0}
@@ -499,3 +499,20 @@ def test_a_kept_iteration_aware_model_is_used_before_training(tmp_path, monkeypa
     other = X.condition(cfg, "4", "w/o hard-negative")    # another condition's model is not the kept one
     with pytest.raises(AssertionError, match="kept model exists"):
         stages.train(other)
+
+
+def test_stop_when_unchanged_ends_the_loop_at_the_first_unchanged_refinement():
+    from toolkit.feedback.experiment import seconds_per_instruction, trace_values
+    from toolkit.feedback.loop import Trace, final_run, stop_when_unchanged
+    bad, good = {"d1": 2.0, "d0": 1.0}, {"d0": 2.0, "d1": 1.0}
+    traces = {"a": Trace("a", ["x", "y", "y", "z"], [bad, good, bad, bad], seconds=[1.0, 2.0, 4.0]),
+              "b": Trace("b", ["x", "x"], [good, bad], seconds=[1.0, 8.0]),       # unchanged, then N/A
+              "c": Trace("c", ["x", "y"], [bad, good], seconds=[3.0, 5.0])}       # refined, then N/A: kept whole
+    cut = stop_when_unchanged(traces)
+    assert cut["a"].instructions == ["x", "y"] and cut["a"].seconds == [1.0, 2.0]    # round 2's answer was asked
+    assert cut["b"].instructions == ["x"] and cut["b"].seconds == [1.0] and cut["c"] is traces["c"]
+    assert final_run(cut) == {"a": good, "b": good, "c": good}
+    qrels = {q: {"d0": 1} for q in traces}
+    assert trace_values(cut, qrels, None, ["ndcg@1"])["ndcg@1"] == 1.0
+    assert trace_values(traces, qrels, None, ["ndcg@1"])["ndcg@1"] == pytest.approx(1 / 3)
+    assert seconds_per_instruction(cut, 3) == pytest.approx((3.0 + 1.0 + 8.0) / 3)

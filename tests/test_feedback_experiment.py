@@ -53,7 +53,13 @@ def test_values_per_round_and_seconds_count_only_the_rounds_an_instruction_ran()
     assert X.seconds_per_instruction(traces, 2) == pytest.approx(5.0)      # a: 2 s, b: 3 + 5 s
     case = X.case_study(traces, ds)
     assert case["qid"] == "b" and case["rounds"] == 2 and "Iteration 2: refined b 2" in case["text"]
-    assert "1. * tool2 / api2" in case["text"]
+    assert "1. * tool2 / api2" in case["text"] and case["changed"] == 2
+    # a "refinement" into the same text is not a change: b, refined into itself twice, is not the case any more
+    traces["b"].instructions = ["instruction b"] * 3
+    case = X.case_study(traces, ds)
+    assert case["qid"] == "a" and case["changed"] == 1
+    traces["a"].instructions = ["instruction a"] * 2
+    assert X.case_study(traces, ds) is None
 
 
 def test_trace_files_round_trip_with_their_meta_and_name_the_bad_line(tmp_path):
@@ -98,6 +104,11 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     assert v["3", "UltraTool", "ToolRetriever (LLM sample)", "ndcg@3"] == pytest.approx(0.6309, abs=1e-4)
     assert v["3", "UltraTool", "% improve", "ndcg@3"] == pytest.approx(1 / 0.6309297 - 1, abs=1e-4)
     assert v["5", "I2", "Ours (T=1)", "seconds_per_instruction"] == 4.0
+    assert v["5", "I2", "Ours (T=0)", "ndcg@1"] == 0.0 and v["5", "I2", "Ours (T=0)", "seconds_per_instruction"] == 0.0
+    assert v["5", "I2", "Ours (T=3, unchanged = N/A)", "ndcg@1"] == 1.0     # every refinement changed the text
+    own = values[values.table == "5"].groupby("method").ours_only.first()
+    assert own["Ours (T=0)"] and own["Ours (T=3, unchanged = N/A)"] and not own["Ours (T=1)"]
+    assert extra["rewritten_by_round"] == {1: 1.0, 2: 0.0, 3: 0.0}
     assert v["4", "I2", "Ours", "ndcg@1"] == 1.0 and ("4", "I2", "w/o warm-up", "ndcg@1") not in v
     assert {p["set"] for p in pending} == {"I2", "ToolLens train"}   # the conditions and the offline feedback
     assert not (values.table == "s4.3").any()
@@ -148,7 +159,11 @@ def test_feedback_claims_on_the_paper_s_numbers_and_a_failing_run():
              "per_query": ours} for t in (1, 2, 3)]           # flat over the rounds: no rise, p = 1
     rows += [{"table": "5", "set": "I2", "method": f"Ours (T={t})", "metric": "seconds_per_instruction",
               "value": s, "per_query": None} for t, s in ((1, 10.0), (2, 15.0), (3, 21.0))]
+    # our own rows (T=0, the stopping rule) are not rounds of the paper's claim: a rise from them changes nothing
+    rows += [{"table": "5", "set": "I2", "method": m, "metric": x, "value": 0.0, "per_query": None}
+             for m in ("Ours (T=0)", "Ours (T=3, unchanged = N/A)") for x in ("ndcg@5", "seconds_per_instruction")]
     c = T.claims(pd.DataFrame(rows)).set_index("claim")
+    assert c.loc["ndcg@5 rises with every round (Table 5)"].evidence == "T=1 0.500 → T=2 0.500 → T=3 0.500"
     assert c.loc["ndcg@5 rises with every round (Table 5)"].holds == "no"
     assert c.loc["ndcg@5 rises with every round (Table 5)"].p == "Ours (T=2) vs Ours (T=1) p=1.000; " \
                                                                   "Ours (T=3) vs Ours (T=2) p=1.000"

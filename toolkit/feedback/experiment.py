@@ -30,7 +30,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from toolkit.feedback.loop import Trace, final_run, run_at
+from toolkit.feedback.loop import Trace, final_run, run_at, stop_when_unchanged
 
 TRACE_DIR = Path(__file__).resolve().parents[2] / "data" / "feedback_traces"
 # documents kept per round in a trace: NDCG@10 needs 10, hard negatives and the LLM's list K = 10; 30 leaves room for
@@ -40,6 +40,7 @@ DEPTH = 30
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
 GROUPS = ("I1", "I2", "I3")  # "All" is their union (StableToolBench's 765 queries)
 ABLATION_GROUP = "I2"        # Tables 4-7 are on I2 (intra-category multi-tool), as the paper
+UNCHANGED_STOPS = "Ours (T={T}, unchanged = N/A)"    # Table 5's row of loop.stop_when_unchanged
 
 # Table label -> change of the main configuration (``training`` fields, or ``base``)
 CONDITIONS: dict[str, dict[str, dict]] = {
@@ -181,23 +182,25 @@ def with_all(traces_by_group: Mapping[str, Mapping[str, Trace]]) -> dict[str, Ma
 
 
 def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
-    """Figure 4: the instruction refined the most times whose gold tools rose most in the top ``k`` from
-    round 0 to its last round (ties: the first in the dataset's order); None when no instruction was
-    refined."""
+    """Figure 4: the instruction whose text the LLM changed in the most rounds (a "refinement" into the same
+    text is not counted), then whose gold tools rose most in the top ``k`` from round 0 to its last round, then
+    the one with most rounds (ties: the first in the dataset's order); None when no instruction's text was
+    changed."""
     from toolkit.metrics import evaluate
     best = None
     for q in ds.queries:
         tr = traces.get(q)
-        if tr is None or len(tr.instructions) < 2:
+        changed = 0 if tr is None else sum(a != b for a, b in zip(tr.instructions, tr.instructions[1:]))
+        if not changed:
             continue
         first, last = (evaluate({q: tr.runs[i]}, {q: ds.qrels[q]}, [f"ndcg@{k}"], ties="sklearn")[f"ndcg@{k}"]
                        for i in (0, -1))
-        key = (len(tr.instructions), last - first)
+        key = (changed, last - first, len(tr.instructions))
         if best is None or key > best[0]:
             best = (key, q, first, last)
     if best is None:
         return None
-    (_, gain), q, first, last = best
+    (changed, _, _), q, first, last = best
     tr = traces[q]
     gold = set(d for d, r in ds.qrels[q].items() if r > 0)
     lines = []
@@ -206,17 +209,18 @@ def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
         for rank, d in enumerate(tr.top(t, k), 1):
             doc = ds.corpus[d]
             lines.append(f"   {rank}. {'*' if d in gold else ' '} {doc.tool} / {doc.api}")
-    return {"qid": q, "rounds": len(tr.instructions) - 1, f"ndcg@{k} first": first, f"ndcg@{k} last": last,
-            "text": "\n".join(lines)}
+    return {"qid": q, "rounds": len(tr.instructions) - 1, "changed": changed, f"ndcg@{k} first": first,
+            f"ndcg@{k} last": last, "text": "\n".join(lines)}
 
 
-def offline_rounds(traces: Mapping[str, Trace], qrels: Mapping, rounds: int, metrics=METRICS) -> dict[str, dict]:
-    """The offline feedback (§4.3) as retrieval: per round t = 0..``rounds``, NDCG@m of the retriever that produced
-    the trace on q^t (round 0: the original instructions; an instruction that left the loop keeps its last list),
-    ``{f"round {t}": {"values": {metric: mean}, "per_query": {metric: {qid: value}}, "rewritten": share}}`` --
-    ``rewritten`` (rounds >= 1): the share of instructions whose round-t refinement differs from q^(t-1) (the LLM
-    may "refine" an instruction into itself, which retrieves the same list). What the feedback alone does to a
-    fixed retriever, before any training on it."""
+def round_values(traces: Mapping[str, Trace], qrels: Mapping, rounds: int, metrics=METRICS) -> dict[str, dict]:
+    """The loop's traces as retrieval round by round: per round t = 0..``rounds``, NDCG@m of the retriever that
+    produced them on q^t (round 0: the original instructions; an instruction that left the loop keeps its last
+    list), ``{f"round {t}": {"values": {metric: mean}, "per_query": {metric: {qid: value}}, "rewritten": share}}``
+    -- ``rewritten`` (rounds >= 1): the share of instructions whose round-t refinement differs from q^(t-1) (the
+    LLM may "refine" an instruction into itself, which retrieves the same text again). On the offline feedback
+    (§4.3): what the feedback alone does to a fixed retriever, before any training on it; on a test trace:
+    Table 5's rounds."""
     out = {}
     n = max(len(traces), 1)
     for t in range(rounds + 1):
@@ -460,12 +464,20 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 add(table, label, "% improve", {m: o[m] / t[m] - 1 if t[m] else float("nan") for m in metrics},
                     len(sample), planned=planned[label])
     # Table 5: rounds 1-3 of the main run on I2, with the LLM seconds per instruction
+    # (our rows beside the paper's: T=0, the iteration-aware retriever before any feedback, and the loop ended by an
+    # unchanged refinement as by "N/A", re-derived exactly from the same traces)
     i2 = ours.get(ABLATION_GROUP)
     if i2:
-        for t in range(1, cfg.training.rounds + 1):
-            v, pq = measured(i2, tests[ABLATION_GROUP].qrels, t)
-            add("5", ABLATION_GROUP, f"Ours (T={t})", {**v, "seconds_per_instruction": seconds_per_instruction(i2, t)},
-                len(i2), per_query=pq, planned=planned[ABLATION_GROUP])
+        by_round = round_values(i2, tests[ABLATION_GROUP].qrels, cfg.training.rounds)
+        for t, r in enumerate(by_round.values()):
+            add("5", ABLATION_GROUP, f"Ours (T={t})", {**r["values"], "seconds_per_instruction": seconds_per_instruction(i2, t)},
+                len(i2), ours_only=t == 0, per_query=r["per_query"], planned=planned[ABLATION_GROUP])
+        extra["rewritten_by_round"] = {t: r["rewritten"] for t, r in enumerate(by_round.values()) if t}
+        cut = stop_when_unchanged(i2)
+        v, pq = measured(cut, tests[ABLATION_GROUP].qrels)
+        add("5", ABLATION_GROUP, UNCHANGED_STOPS.format(T=cfg.training.rounds),
+            {**v, "seconds_per_instruction": seconds_per_instruction(cut, cfg.training.rounds)}, len(i2),
+            ours_only=True, per_query=pq, planned=planned[ABLATION_GROUP])
         extra["stopped_after_round"] = {t: sum(len(tr.instructions) - 1 == t for tr in i2.values())
                                         for t in range(cfg.training.rounds + 1)}
     # Tables 4, 6, 7: conditions on the I2 ablation sample; the main run's row from its I2 trace
@@ -488,7 +500,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     train = training_set("train")
     offline = traced(plan["training feedback"], "s4.3", "offline feedback")
     if offline:
-        for step, r in offline_rounds(offline, train.qrels, cfg.training.rounds).items():
+        for step, r in round_values(offline, train.qrels, cfg.training.rounds).items():
             add("s4.3", OFFLINE_SET, f"ToolRetriever + feedback ({step})",
                 {**r["values"], **({"rewritten": r["rewritten"]} if "rewritten" in r else {})},
                 len(offline), ours_only=True, per_query=r["per_query"], planned=len(plan["training feedback"].qids))

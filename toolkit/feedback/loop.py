@@ -108,3 +108,17 @@ def run_at(traces: Mapping[str, Trace], t: int) -> Run:
 
 def final_run(traces: Mapping[str, Trace]) -> Run:
     return {q: tr.runs[-1] for q, tr in traces.items()}
+
+
+def stop_when_unchanged(traces: Mapping[str, Trace]) -> dict[str, Trace]:
+    """The loop as if a "refinement" identical to the instruction it refines were "N/A": each trace cut at the
+    first round t whose q^t equals q^(t-1), keeping that round's LLM seconds (they were spent to learn that nothing
+    changed) and q^(t-1)'s list as the final one. Exact from a complete trace, since the rounds after such a one
+    are the only ones this rule would not have asked. (The loop as the paper states it stops only at "N/A": an
+    unchanged instruction is retrieved again under the next "Iteration t" prefix, which alone can move its list.)"""
+    out = {}
+    for q, tr in traces.items():
+        t = next((t for t in range(1, len(tr.instructions)) if tr.instructions[t] == tr.instructions[t - 1]), None)
+        out[q] = tr if t is None else Trace(tr.qid, tr.instructions[:t], tr.runs[:t], tr.feedback[:t], tr.seconds[:t],
+                                            tr.answers[:t])
+    return out

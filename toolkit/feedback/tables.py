@@ -2,6 +2,8 @@
 they record under the paper's keys (``data/paper_numbers/iterative_feedback.yaml``)."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from toolkit.feedback.data import IN_DOMAIN, OFFLINE_SET, OUT_OF_DOMAIN, UNAVAILABLE
@@ -103,6 +105,8 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
                     f"fine-tuned on ToolLens train (warm-up) -- these are its own training instructions")
         elif r.method.startswith("ToolRetriever"):
             what = f"{cfg.base} fine-tuned on ToolLens train (warm-up)"
+        elif r.method == "Ours (T=0)":
+            what = f"retriever {cfg.base} after iteration-aware training, 'Iteration 0' instructions, no feedback yet"
         else:
             what = f"{cfg.llm} feedback, K={cfg.feedback.k}, T={cfg.training.rounds}, retriever {cfg.base}"
         out.append(f"{what}; {size}")
@@ -188,7 +192,9 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     row(f"feedback beats the fine-tuned retriever out-of-domain (UltraTool {metric}, Table 3)",
         o > t if None not in (o, t) else None, f"Ours {fmt(o)} vs ToolRetriever {fmt(t)}",
         [p_of("3", "UltraTool", "Ours", baseline("3", "UltraTool"))])
-    rounds = sorted({m for m in values[values.table == "5"].method}, key=lambda m: int(m.split("T=")[1].rstrip(")")))
+    # the paper's rows T = 1..3 (not our T=0 and stopping-rule rows)
+    rounds = sorted({m for m in values[values.table == "5"].method if re.fullmatch(r"Ours \(T=[1-9]\d*\)", m)},
+                    key=lambda m: int(m.split("T=")[1].rstrip(")")))
     r = [val("5", "I2", m) for m in rounds]
     ok = None if len(r) < 2 or None in r else all(b > a for a, b in zip(r, r[1:]))
     row(f"{metric} rises with every round (Table 5)", ok, " → ".join(f"{m.split('(')[1].rstrip(')')} {fmt(x)}"

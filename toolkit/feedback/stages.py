@@ -52,11 +52,9 @@ def warmup(cfg) -> tuple[Path, dict]:
     """ToolRetriever: the dual encoder on ToolLens train (original instructions, in-batch negatives)."""
     from toolkit.feedback.data import training_set
     from toolkit.toolrerank.dual_encoder import positive_pairs, train_dual_encoder
-    from toolkit.training import is_trained, read_stats
     import random
-    kept = KEPT_DIR / X.warmup_id(cfg)
-    if is_trained(kept):
-        return kept / "final", read_stats(kept)
+    if kept := _kept(X.warmup_id(cfg)):
+        return kept
     t = cfg.training
     pairs = positive_pairs(training_set("train"), cfg.warmup_pos, t.seed)
     if cfg.warmup_pairs is not None and cfg.warmup_pairs < len(pairs):
@@ -67,6 +65,13 @@ def warmup(cfg) -> tuple[Path, dict]:
                                      max_seq_length=t.max_seq_length, max_steps=cfg.warmup_max_steps, seed=t.seed,
                                      log=_log, min_batch=t.min_batch_size)
     return path, stats
+
+
+def _kept(name: str) -> tuple[Path, dict] | None:
+    """The committed copy ``KEPT_DIR/<name>`` (model path, training stats) if it is complete, else None."""
+    from toolkit.training import is_trained, read_stats
+    kept = KEPT_DIR / name
+    return (kept / "final", read_stats(kept)) if is_trained(kept) else None
 
 
 def _keep(path: Path, name: str) -> Path:
@@ -179,10 +184,8 @@ def train(cfg, llm=None) -> tuple[Path, dict]:
     """Iteration-aware training (Eqs. 5-6) on the training trace, from the warm-up model or the base encoder."""
     from toolkit.feedback.data import training_set
     from toolkit.feedback.training import feedback_examples, train_iteration_aware
-    from toolkit.training import is_trained, read_stats
-    kept = KEPT_DIR / X.model_id(cfg)
-    if is_trained(kept):
-        return kept / "final", read_stats(kept)
+    if kept := _kept(X.model_id(cfg)):
+        return kept
     trace = train_feedback(cfg, llm)
     train_ds = training_set("train")
     examples = feedback_examples(X.load_traces(trace), train_ds.qrels, train_ds.corpus, cfg.training)

@@ -113,3 +113,14 @@ def test_a_resumed_run_keeps_the_dropout_masks_of_an_uninterrupted_one(tmp_path)
     assert stats["resumed_from_step"] == 2
     for p, q in zip(full.parameters(), resumed.parameters()):
         assert torch.equal(p, q)
+
+
+def test_recorded_model_paths_name_no_machine(tmp_path, monkeypatch):
+    """Training stats are committed with kept models: a start model inside the clone is recorded relative to it,
+    one in the home cache as ~/..., and a model name unchanged."""
+    from toolkit.paths import REPO, portable
+    assert portable(REPO / "data" / "models" / "feedback" / "w" / "final") == "data/models/feedback/w/final"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert portable(tmp_path / ".cache" / "m" / "final") == "~/.cache/m/final"
+    assert portable("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert portable("/elsewhere/m") == "/elsewhere/m"

@@ -15,6 +15,21 @@ FIGURES = REPO / "figures"
 NOTEBOOKS = REPO / "notebooks"
 
 
+def portable(path) -> str:
+    """``path`` as recorded in committed files: relative to the repository when inside it, ``~/...`` when inside
+    the home directory, else unchanged. A model name (``sentence-transformers/all-MiniLM-L6-v2``) is returned as
+    is; an absolute ``/work/main/...`` would name one machine's clone."""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(path)
+    for root, shown in ((REPO, ""), (Path.home(), "~/")):
+        try:
+            return shown + str(p.resolve().relative_to(root.resolve()))
+        except ValueError:
+            pass
+    return str(path)
+
+
 def results_dir() -> Path:
     """Where notebooks write ``<notebook>/<profile>.json``: ``$TOOLKIT_RESULTS`` or ``<repo>/results``."""
     return Path(os.environ.get("TOOLKIT_RESULTS", RESULTS)).expanduser()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from toolkit.feedback.loop import Trace, iteration_prefix
+from toolkit.paths import portable
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,6 @@ def train_iteration_aware(examples: list[Example], out_dir: Path, base: str, cfg
     warm = min(cfg.warmup_steps, max(1, len(batches) // 10))
     stats = train_loop(model, lambda b: weighted_contrastive_loss(model, b), batches, out_dir, lr=cfg.lr,
                        warmup_steps=warm, save=lambda p: model.save(str(p)), log=log, seed=cfg.seed)
-    stats.update(examples=len(examples), base=str(base), config=repr(cfg))
+    stats.update(examples=len(examples), base=portable(base), config=repr(cfg))
     write_stats(out_dir, stats)
     return out_dir / "final", stats

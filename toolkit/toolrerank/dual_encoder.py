@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 
 from toolkit.data.contract import RetrievalDataset
-
+from toolkit.paths import portable
 from toolkit.training import batches_no_duplicates, epoch_batches, is_trained, set_threads, train_loop, write_stats
 
 
@@ -88,7 +88,7 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
     stats = train_loop(loss, loss_fn, batches, out_dir, lr=lr, warmup_steps=warm, checkpoint_every=checkpoint_every,
                        save=lambda p: model.save(str(p)), log=log, seed=seed, epoch_ends=ends,
                        on_epoch=(lambda e: dev_eval(encode)) if dev_eval else None, keep_best=dev_eval is not None)
-    stats.update(epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, base=base,
+    stats.update(epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, base=portable(base),
                  train_pairs=len(pairs), min_batch=min_batch)
     write_stats(out_dir, stats)
     return out_dir / "final", stats

@@ -326,11 +326,12 @@ def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path, 
     n_calls = len(seen)
     calls = []
     got = iterate_to_file(queries, _search_by_keyword(calls), CORPUS,
-                          _client(tmp_path / "other-cache", answer), out, {"stage": "test"}, chunk=1, rounds=3)
+                          _client(tmp_path / "other-cache", answer), out, {"stage": "test"}, chunk=1, rounds=3,
+                          prefix=True)
     assert list(got) == ["q1", "q2", "q3"] and got["q1"].instructions == ["find weather", "find the weather forecast"]
     assert got["q1"].answers == X.load_traces(out)["q1"].answers == [["no", "yes"], ["yes", "yes"]]
     check, *loop = calls
-    assert check == {"q1": "find weather"}                      # the resume first re-checks q1's round 0 ...
+    assert check == {"q1": "Iteration 0: find weather"}         # the resume first re-checks q1's round 0 as searched
     assert "round 0 of 1 traced instructions reproduced (max |score change| 0.0e+00)" in capsys.readouterr().err
     assert all("q1" not in c for c in loop)                     # ... and does not run it again
     assert len(seen) == n_calls + 2 * 3                         # q2, q3: one round of steps 1-3 each, then N/A

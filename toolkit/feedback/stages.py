@@ -102,7 +102,7 @@ def keep_model(cfg) -> Path:
 
 
 def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,
-                    **loop_kw) -> dict:
+                    prefix: bool = True, **loop_kw) -> dict:
     """:func:`toolkit.feedback.loop.iterate` over ``queries`` in chunks of ``chunk`` instructions, each chunk
     through every round, the trace file rewritten after each: a killed run keeps its finished instructions
     (committable, and listed as "n of N" by the notebook) and a rerun continues after them. The loop is
@@ -112,7 +112,7 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
     from toolkit.feedback.loop import iterate, llm_slots
     done = X.load_traces(out) if out.is_file() else {}
     done = {q: done[q] for q in queries if q in done}
-    check_same_retriever(done, search, out, meta)
+    check_same_retriever(done, search, out, meta, prefix)
     prior_wall = X.load_meta(out).get("wall_s", 0.0) if done else 0.0
     todo = [q for q in queries if q not in done]
     meta = {**meta, "llm_slots": llm_slots(llm)}
@@ -121,7 +121,7 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
                unit="instr")
     for i in range(0, len(todo), chunk):
         part = {q: queries[q] for q in todo[i:i + chunk]}
-        done.update(iterate(part, search, corpus, llm, progress=False, **loop_kw))
+        done.update(iterate(part, search, corpus, llm, progress=False, prefix=prefix, **loop_kw))
         ordered = {q: done[q] for q in queries if q in done}
         X.save_traces(ordered, out, {**meta, "complete": len(ordered) == len(queries), "instructions": len(ordered),
                                      "wall_s": round(prior_wall + time.perf_counter() - t0, 1)})
@@ -133,17 +133,18 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
     return {q: done[q] for q in queries}
 
 
-def check_same_retriever(done: dict, search, out: Path, meta: dict, n: int = 20, k: int = 10,
+def check_same_retriever(done: dict, search, out: Path, meta: dict, prefix: bool = True, n: int = 20, k: int = 10,
                          tol: float = 1e-4) -> None:
     """A trace is continued only by the retriever that made it. A fresh machine retrains a model that is not
     kept (:func:`keep_warmup`), and retrained weights can differ (another library or CPU, an inexact resume):
     two retrievers would be mixed in one trace. Round 0 of the first ``n`` finished instructions is searched
     again: each of their recorded top-``k`` tools must come back with its score within ``tol`` (the traces keep
-    6 decimals)."""
+    6 decimals). The query is the one the loop searched: under the "Iteration 0" prefix when ``prefix``."""
+    from toolkit.feedback.loop import iteration_prefix
     check = list(done)[:n]
     if not check:
         return
-    now = search({q: done[q].instructions[0] for q in check})
+    now = search({q: iteration_prefix(done[q].instructions[0], 0, prefix) for q in check})
     diffs = [(q, d, s, now.get(q, {}).get(d)) for q in check for d, s in list(done[q].runs[0].items())[:k]]
     bad = [x for x in diffs if x[3] is None or abs(x[3] - x[2]) > tol]
     if not bad:

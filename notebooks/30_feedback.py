@@ -350,12 +350,13 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
         return m if ((llm_values.set == label) & (llm_values.method == m)).any() else "ToolRetriever"
     lines.append(R.format(
         "- **Feedback vs the fine-tuned retriever** (NDCG@5 on the LLM samples, Ours and its relative change over "
-        "ToolRetriever): I1 {2|toolbench-i1|Ours} ({2|toolbench-i1|% improve!+.1%}; paper "
-        "{paper:2|toolbench-i1|% improve!+.1%}), I2 {2|toolbench-i2|Ours} ({2|toolbench-i2|% improve!+.1%}; paper "
-        "{paper:2|toolbench-i2|% improve!+.1%}), I3 {2|toolbench-i3|Ours} ({2|toolbench-i3|% improve!+.1%}), "
-        "UltraTool {3|ultratool|Ours} ({3|ultratool|% improve!+.1%})."))
+        "ToolRetriever, n queries): I1 {2|toolbench-i1|Ours} ({2|toolbench-i1|% improve!+.1%}, n = "
+        "{2|toolbench-i1|Ours|n}; paper {paper:2|toolbench-i1|% improve!+.1%}), I2 {2|toolbench-i2|Ours} "
+        "({2|toolbench-i2|% improve!+.1%}, n = {2|toolbench-i2|Ours|n}; paper {paper:2|toolbench-i2|% improve!+.1%}), "
+        "I3 {2|toolbench-i3|Ours} ({2|toolbench-i3|% improve!+.1%}, n = {2|toolbench-i3|Ours|n}), "
+        "UltraTool {3|ultratool|Ours} ({3|ultratool|% improve!+.1%}, n = {3|ultratool|Ours|n})."))
     lines.append(R.format(
-        "- **Rounds** (Table 5, I2): NDCG@5 {5|toolbench-i2|Ours (T=1)} / {5|toolbench-i2|Ours (T=2)} / "
+        "- **Rounds** (Table 5, I2, n = {5|toolbench-i2|Ours (T=3)|n}): NDCG@5 {5|toolbench-i2|Ours (T=1)} / {5|toolbench-i2|Ours (T=2)} / "
         "{5|toolbench-i2|Ours (T=3)} after 1 / 2 / 3 rounds, at "
         "{5|toolbench-i2|Ours (T=1)|seconds_per_instruction!.1f} / {5|toolbench-i2|Ours (T=2)|seconds_per_instruction!.1f}"
         " / {5|toolbench-i2|Ours (T=3)|seconds_per_instruction!.1f} LLM seconds per instruction (paper "
@@ -370,7 +371,7 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                    f"{{5|toolbench-i2|{X.UNCHANGED_STOPS.format(T=cfg.training.rounds)}|seconds_per_instruction!.1f}} "
                    "LLM seconds per instruction."))
     lines.append(R.format(
-        "- **Ablations** (Table 4, I2 sample, NDCG@5): Ours {4|toolbench-i2|Ours}, w/o warm-up "
+        "- **Ablations** (Table 4, I2 sample, NDCG@5; Ours on n = {4|toolbench-i2|Ours|n}): Ours {4|toolbench-i2|Ours}, w/o warm-up "
         "{4|toolbench-i2|w/o warm-up}, w/o hard-negative {4|toolbench-i2|w/o hard-negative}, w/o joint & hard-neg "
         "{4|toolbench-i2|w/o joint & hard-neg} (paper {paper:4|toolbench-i2|Ours} / {paper:4|toolbench-i2|w/o warm-up} "
         "/ {paper:4|toolbench-i2|w/o hard-negative} / {paper:4|toolbench-i2|w/o joint & hard-neg})."))

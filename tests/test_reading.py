@@ -46,6 +46,7 @@ def test_percentage_points_and_recorded_cells():
     r = _r()
     assert r.format("{s|Dense|recall@5!p} / {s|Dense - s|BM25!+p}") == "80.0 / +29.8"
     cells = [{"paper": "toolrerank", "table": "3", "dataset": "all-avg", "method": "DPR", "metric": "recall@5",
-              "value": 0.634}]
+              "value": 0.634, "n_queries": 1530}]
     r = Reading.from_cells(cells, "toolrerank", tail=("recall@5",))
-    assert r.format("{3|all-avg|DPR!p} vs {paper:3|all-avg|DPR!p}") == "63.4 vs 75.2"
+    assert r.format("{3|all-avg|DPR!p} vs {paper:3|all-avg|DPR!p} (n = {3|all-avg|DPR|n})") == "63.4 vs 75.2 (n = 1,530)"
+    assert r.format("{3|all-avg|BM25|n}") == "n/a" and r.missing == ["3|all-avg|BM25|n"]

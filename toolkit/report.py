@@ -45,6 +45,8 @@ class Reading:
     A key with fewer parts than the mapping's keys is completed from the end of its ``tail``
     (e.g. the metric), so prose can say ``{toole-single|Dense}``. A missing value prints as
     ``n/a`` and is listed in :attr:`missing` (a smoke run lacks most of a standard reading's cells).
+    Built :meth:`from_cells`, ``n`` in the metric's place gives a cell's number of queries
+    (``{2|toolbench-i2|Ours|n}``), so prose states the sample it reads from.
 
         r = Reading(ours={(ds, method, metric): v}, tail=("ndcg@5",),
                     paper={(table, ds, method, metric): v}, paper_tail=("ndcg@5",))
@@ -62,6 +64,8 @@ class Reading:
         dataset, method, metric)."""
         from .compare import load_paper_numbers
         ours = {(c["table"], c["dataset"], c["method"], c["metric"]): c["value"] for c in cells if c["paper"] == paper}
+        ours.update({(c["table"], c["dataset"], c["method"], "n"): c["n_queries"] for c in cells
+                     if c["paper"] == paper and c.get("n_queries") is not None})
         pn = {(r.table, r.dataset, r.method, r.metric): r.value for r in load_paper_numbers(paper).itertuples()}
         return cls(ours, pn, tail, tail)
 

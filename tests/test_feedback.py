@@ -413,6 +413,32 @@ def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():
     assert row["Q1 yes with all gold"] == pytest.approx(1 / 2)                  # a right, b wrong
 
 
+def test_refinement_effect_splits_rounds_by_what_the_llm_did_with_the_text():
+    from toolkit.feedback.experiment import refinement_effect, round_values, rewrite_moves
+    from toolkit.feedback.loop import Trace
+    good, bad = {"d0": 2.0, "d1": 1.0}, {"d1": 2.0, "d0": 1.0}
+    traces = {"a": Trace("a", ["x"], [good], seconds=[1.0]),                                   # N/A at round 1
+              "b": Trace("b", ["x", "x", "x"], [good, bad, bad], seconds=[1.0, 1.0]),          # prefix alone moves it
+              "c": Trace("c", ["find a and b", "find a"], [good, bad], seconds=[1.0]),         # drops a sub-request
+              "d": Trace("d", ["x", "x y z"], [bad, good], seconds=[1.0]),                     # rewritten, longer: up
+              "f": Trace("f", ["x", "x w"], [good, good], seconds=[1.0]),                      # rewritten, same list
+              "e": Trace("e", ["x"], [bad])}                                                   # never asked: not counted
+    qrels = {q: {"d0": 1} for q in traces}
+    e = refinement_effect({"I2": traces}, {"I2": qrels}, rounds=2, metric="ndcg@1").set_index("instructions")
+    assert list(e.index) == ["N/A at round 1", "text never changed", "text changed"]
+    assert list(e.n) == [1, 1, 3] and e.share.tolist() == pytest.approx([0.2, 0.2, 0.6])
+    assert e.loc["N/A at round 1", ["round 0", "round 2"]].tolist() == [1.0, 1.0]
+    assert e.loc["text never changed", ["round 0", "round 1", "round 2"]].tolist() == [1.0, 0.0, 0.0]
+    assert e.loc["text changed", ["round 0", "round 1"]].tolist() == pytest.approx([2 / 3, 2 / 3])   # c down, d up
+    # the n-weighted mean of the split is the round's value over the asked instructions
+    asked = {q: traces[q] for q in "abcdf"}
+    whole = round_values(asked, qrels, 2, ["ndcg@1"])["round 1"]["values"]["ndcg@1"]
+    assert (e.n * e["round 1"]).sum() / e.n.sum() == pytest.approx(whole)
+    m = rewrite_moves({"I2": traces}, {"I2": qrels}, metric="ndcg@1").iloc[0]
+    assert (m.n, m.better, m.equal, m.worse) == (3, 1, 1, 1) and m.share == pytest.approx(0.6)
+    assert (m["words added (better)"], m["words added (worse)"]) == (2, -2)            # f, unmoved, in neither
+
+
 def test_round_values_score_each_rounds_instruction_and_count_rewrites():
     from toolkit.feedback.experiment import round_values
     from toolkit.feedback.loop import Trace

@@ -54,6 +54,12 @@ def test_values_per_round_and_seconds_count_only_the_rounds_an_instruction_ran()
     case = X.case_study(traces, ds)
     assert case["qid"] == "b" and case["rounds"] == 2 and "Iteration 2: refined b 2" in case["text"]
     assert "1. * tool2 / api2" in case["text"] and case["changed"] == 2
+    assert X.case_study(traces, ds, loss=True) is None                   # both rose: no case with a loss
+    traces["b"].runs.reverse()                                           # b, changed in more rounds, now falls
+    assert X.case_study(traces, ds)["qid"] == "a"                        # the gain case is one that rose
+    lost = X.case_study(traces, ds, loss=True)
+    assert lost["qid"] == "b" and lost["changed"] == 2 and lost["ndcg@5 first"] == 1.0 > lost["ndcg@5 last"]
+    traces["b"].runs.reverse()
     # a "refinement" into the same text is not a change: b, refined into itself twice, is not the case any more
     traces["b"].instructions = ["instruction b"] * 3
     case = X.case_study(traces, ds)

@@ -181,13 +181,14 @@ def with_all(traces_by_group: Mapping[str, Mapping[str, Trace]]) -> dict[str, Ma
     return out
 
 
-def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
-    """Figure 4: the instruction whose text the LLM changed in the most rounds (a "refinement" into the same
-    text is not counted), then whose gold tools rose most in the top ``k`` from round 0 to its last round, then
-    the one with most rounds (ties: the first in the dataset's order); None when no instruction's text was
-    changed."""
+def case_study(traces: Mapping[str, Trace], ds, k: int = 5, loss: bool = False) -> dict | None:
+    """Figure 4: of the instructions whose NDCG@``k`` rose from round 0 to their last round, the one whose text the
+    LLM changed in the most rounds (a "refinement" into the same text is not counted), then whose gold tools rose
+    most, then the one with most rounds (ties: the first in the dataset's order); None when no changed instruction
+    rose. ``loss``: the same among the instructions whose NDCG@``k`` fell (the paper shows only a gain)."""
     from toolkit.metrics import evaluate
     best = None
+    sign = -1 if loss else 1
     for q in ds.queries:
         tr = traces.get(q)
         changed = 0 if tr is None else sum(a != b for a, b in zip(tr.instructions, tr.instructions[1:]))
@@ -195,8 +196,8 @@ def case_study(traces: Mapping[str, Trace], ds, k: int = 5) -> dict | None:
             continue
         first, last = (evaluate({q: tr.runs[i]}, {q: ds.qrels[q]}, [f"ndcg@{k}"], ties="sklearn")[f"ndcg@{k}"]
                        for i in (0, -1))
-        key = (changed, last - first, len(tr.instructions))
-        if best is None or key > best[0]:
+        key = (changed, sign * (last - first), len(tr.instructions))
+        if key[1] > 0 and (best is None or key > best[0]):
             best = (key, q, first, last)
     if best is None:
         return None
@@ -247,7 +248,7 @@ def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_
     highest?) was answered "yes" and, for Q1, how often that "yes" was right by the same strict reading."""
     rows = []
     for group, traces in traces_by_group.items():
-        asked = [tr for tr in traces.values() if tr.seconds]
+        asked = list(_asked(traces).values())
         if not asked:
             continue
         qrels = qrels_by_group[group]
@@ -263,6 +264,67 @@ def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_
             rows[-1].update({"answered": len(answered), "Q1 yes": len(q1_yes) / len(answered),
                              "Q2 yes": sum(a[1] == "yes" for a, _ in answered) / len(answered),
                              "Q1 yes with all gold": sum(q1_yes) / len(q1_yes) if q1_yes else float("nan")})
+    return pd.DataFrame(rows)
+
+
+REFINEMENT_KINDS = ("N/A at round 1", "text never changed", "text changed")
+
+
+def refinement_kind(tr: Trace) -> str:
+    """What the LLM did to one instruction over the loop: asked for no refinement at round 1, "refined" it into
+    the same text every round (only the "Iteration t" prefix can move its list), or changed its text at least once."""
+    if len(tr.instructions) == 1:
+        return REFINEMENT_KINDS[0]
+    return REFINEMENT_KINDS[2 if any(a != b for a, b in zip(tr.instructions, tr.instructions[1:])) else 1]
+
+
+def _asked(traces: Mapping[str, Trace]) -> dict[str, Trace]:
+    """The instructions that reached round 1 (a trace cut before the LLM was asked has no seconds)."""
+    return {q: tr for q, tr in traces.items() if tr.seconds}
+
+
+def refinement_effect(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_group: Mapping[str, Mapping],
+                      rounds: int, metric: str = "ndcg@5") -> pd.DataFrame:
+    """Where the loop's change over rounds comes from: per set, its instructions split by :func:`refinement_kind`,
+    with their n, share and mean ``metric`` after each round 0..``rounds`` (:func:`round_values`). The n-weighted
+    mean of a set's rows is that round's value (Table 5 on I2), so the split says which instructions move it."""
+    rows = []
+    for group, traces in traces_by_group.items():
+        asked = _asked(traces)
+        if not asked:
+            continue
+        r = round_values(asked, qrels_by_group[group], rounds, [metric])
+        per_round = [r[f"round {t}"]["per_query"][metric] for t in range(rounds + 1)]
+        for kind in REFINEMENT_KINDS:
+            qs = [q for q, tr in asked.items() if refinement_kind(tr) == kind]
+            rows.append({"set": group, "instructions": kind, "n": len(qs), "share": len(qs) / len(asked),
+                         **{f"round {t}": sum(v[q] for q in qs) / len(qs) if qs else float("nan")
+                            for t, v in enumerate(per_round)}})
+    return pd.DataFrame(rows)
+
+
+def rewrite_moves(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_group: Mapping[str, Mapping],
+                  metric: str = "ndcg@5") -> pd.DataFrame:
+    """Per set, the instructions whose round-1 refinement changed the text: how many moved up / stayed / moved
+    down in ``metric`` at round 1 against round 0 (:func:`toolkit.significance.win_tie_loss`), and the median
+    words the rewrite added (negative: removed) among those that moved up and among those that moved down -- a
+    rewrite that drops a sub-request drops the words that found that request's tool."""
+    from statistics import median
+
+    from toolkit.significance import win_tie_loss
+    rows = []
+    for group, traces in traces_by_group.items():
+        asked = _asked(traces)
+        rewritten = {q: tr for q, tr in asked.items() if len(tr.instructions) > 1 and tr.instructions[1] != tr.instructions[0]}
+        if not rewritten:
+            continue
+        before, after = (trace_values(rewritten, qrels_by_group[group], t, [metric], per_query=True)[metric] for t in (0, 1))
+        row = {"set": group, "share": len(rewritten) / len(asked), **win_tie_loss(after, before)}
+        for way, sign in (("better", 1), ("worse", -1)):
+            words = [len(tr.instructions[1].split()) - len(tr.instructions[0].split()) for q, tr in rewritten.items()
+                     if sign * (after[q] - before[q]) > 1e-9]
+            row[f"words added ({way})"] = median(words) if words else float("nan")
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -504,16 +566,21 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             add("s4.3", OFFLINE_SET, f"ToolRetriever + feedback ({step})",
                 {**r["values"], **({"rewritten": r["rewritten"]} if "rewritten" in r else {})},
                 len(offline), ours_only=True, per_query=r["per_query"], planned=len(plan["training feedback"].qids))
-    extra["decision_audit"] = decision_audit({**ours, **({OFFLINE_SET: offline} if offline else {})},
-                                             {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels},
-                                             cfg.feedback.k).to_dict("records")
+    # what the LLM did with each instruction, and what that did to its retrieval: test traces and offline feedback
+    judged = {**ours, **({OFFLINE_SET: offline} if offline else {})}
+    judged_qrels = {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels}
+    extra["decision_audit"] = decision_audit(judged, judged_qrels, cfg.feedback.k).to_dict("records")
+    extra["refinement_effect"] = refinement_effect(judged, judged_qrels, cfg.training.rounds).to_dict("records")
+    extra["rewrite_moves"] = rewrite_moves(judged, judged_qrels).to_dict("records")
     # Figure 4: a case study from the main run's test traces (I2 first, as the paper's multi-tool example); until
-    # a test trace holds a refined instruction, from the offline feedback (the warm-up retriever, no training on it)
+    # a test trace holds a refined instruction, from the offline feedback (the warm-up retriever, no training on it).
+    # Beside the paper's case with a gain, the case with the largest loss.
     sources = [(label, ours[label], tests[label]) for label in (ABLATION_GROUP, *GROUPS) if label in ours]
-    for label, traces, ds in sources + ([(OFFLINE_SET, offline, train)] if offline else []):
-        case = case_study(traces, ds)
-        if case:
-            extra["case_study"] = {"set": label, **case}
-            break
+    for name, loss in (("case_study", False), ("case_study_loss", True)):
+        for label, traces, ds in sources + ([(OFFLINE_SET, offline, train)] if offline else []):
+            case = case_study(traces, ds, loss=loss)
+            if case:
+                extra[name] = {"set": label, **case}
+                break
     return pd.DataFrame(out, columns=["table", "set", "method", "metric", "n", "value", "ours_only", "per_query",
                                       "planned"]), pending, extra

@@ -177,11 +177,18 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     def fmt(x):
         return "pending" if x is None else f"{x:.3f}"
 
+    def complete(table, label, method):
+        """the row holds its whole LLM sample (a trace still being generated gives rows with n < planned)"""
+        c = cell(table, label, method)
+        return c is not None and not ("planned" in c.index and "n" in c.index and c.n < c.planned)
+
     groups = ("I1", "I2", "I3")
     pairs = {g: (val("2", g, "Ours"), val("2", g, baseline("2", g))) for g in groups}
     done = all(None not in v for v in pairs.values())
+    # "every group" fails as soon as one group's whole sample is not above: no need to wait for the others
+    failed = any(None not in (o, t) and o <= t and complete("2", g, "Ours") for g, (o, t) in pairs.items())
     row(f"feedback beats the fine-tuned retriever on every in-domain group ({metric}, Table 2)",
-        all(o > t for o, t in pairs.values()) if done else None,
+        False if failed else all(o > t for o, t in pairs.values()) if done else None,
         "; ".join(f"{g}: Ours {fmt(o)} vs ToolRetriever {fmt(t)}" for g, (o, t) in pairs.items()),
         [p_of("2", g, "Ours", baseline("2", g)) for g in groups])
     gain = {g: val("2", g, "% improve") for g in ("I1", "I2")}

@@ -426,14 +426,18 @@ if len(audit):
 if len(effect):
     e, T_ = effect.set_index(["set", "instructions"]), cfg.training.rounds
     kinds = (("text changed", "changed text"), ("text never changed", "same text"), ("N/A at round 1", "N/A"))
+
+    def words(x):
+        return "none" if pd.isna(x) else f"{x:+g}"
     lines.append(f"- **Where the change comes from** (NDCG@5, round 0 → {T_}, by what the LLM did with the text): "
                  + "; ".join(f"{g}: " + ", ".join(
                      f"{name} n = {e.at[(g, kind), 'n']} ({e.at[(g, kind), 'share']:.0%}) "
                      f"{e.at[(g, kind), 'round 0']:.3f} → {e.at[(g, kind), f'round {T_}']:.3f}"
                      for kind, name in kinds if e.at[(g, kind), "n"]) for g in e.index.unique("set"))
                  + ". Rewritten at round 1, moved up / stayed / moved down at round 1: "
-                 + "; ".join(f"{m.set} {m.better} / {m.equal} / {m.worse} (median words added: {m['words added (better)']:+g}"
-                             f" up, {m['words added (worse)']:+g} down)" for _, m in moves.iterrows()) + ".")
+                 + "; ".join(f"{m.set} {m.better} / {m.equal} / {m.worse} (median words added: "
+                             f"{words(m['words added (better)'])} up, {words(m['words added (worse)'])} down)"
+                             for _, m in moves.iterrows()) + ".")
 if pending:
     partial = (llm_values[llm_values.n < llm_values.planned][["table", "set", "method"]].drop_duplicates().shape[0]
                if len(llm_values) else 0)

@@ -430,7 +430,8 @@ if len(effect):
     def words(x):
         return "none" if pd.isna(x) else f"{x:+g}"
     lines.append(f"- **Where the change comes from** (NDCG@5, round 0 → {T_}, by what the LLM did with the text): "
-                 + "; ".join(f"{g}: " + ", ".join(
+                 + "; ".join(f"{g} ({e.loc[g].contribution.sum():+.3f}, of which {e.at[(g, 'text changed'), 'contribution']:+.3f}"
+                             " from changed text): " + ", ".join(
                      f"{name} n = {e.at[(g, kind), 'n']} ({e.at[(g, kind), 'share']:.0%}) "
                      f"{e.at[(g, kind), 'round 0']:.3f} → {e.at[(g, kind), f'round {T_}']:.3f}"
                      for kind, name in kinds if e.at[(g, kind), "n"]) for g in e.index.unique("set"))

@@ -434,6 +434,9 @@ def test_refinement_effect_splits_rounds_by_what_the_llm_did_with_the_text():
     asked = {q: traces[q] for q in "abcdf"}
     whole = round_values(asked, qrels, 2, ["ndcg@1"])["round 1"]["values"]["ndcg@1"]
     assert (e.n * e["round 1"]).sum() / e.n.sum() == pytest.approx(whole)
+    assert e.contribution.tolist() == pytest.approx([0.0, -0.2, 0.0])                        # b fell; c and d cancel
+    last = round_values(asked, qrels, 2, ["ndcg@1"])
+    assert e.contribution.sum() == pytest.approx(last["round 2"]["values"]["ndcg@1"] - last["round 0"]["values"]["ndcg@1"])
     m = rewrite_moves({"I2": traces}, {"I2": qrels}, metric="ndcg@1").iloc[0]
     assert (m.n, m.better, m.equal, m.worse) == (3, 1, 1, 1) and m.share == pytest.approx(0.6)
     assert (m["words added (better)"], m["words added (worse)"]) == (2, -2)            # f, unmoved, in neither

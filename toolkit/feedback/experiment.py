@@ -287,7 +287,8 @@ def refinement_effect(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_
                       rounds: int, metric: str = "ndcg@5") -> pd.DataFrame:
     """Where the loop's change over rounds comes from: per set, its instructions split by :func:`refinement_kind`,
     with their n, share and mean ``metric`` after each round 0..``rounds`` (:func:`round_values`). The n-weighted
-    mean of a set's rows is that round's value (Table 5 on I2), so the split says which instructions move it."""
+    mean of a set's rows is that round's value (Table 5 on I2), so the split says which instructions move it:
+    ``contribution`` = share x (round T - round 0) sums over a set's rows to the set's change from round 0 to T."""
     rows = []
     for group, traces in traces_by_group.items():
         asked = _asked(traces)
@@ -299,7 +300,8 @@ def refinement_effect(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_
             qs = [q for q, tr in asked.items() if refinement_kind(tr) == kind]
             rows.append({"set": group, "instructions": kind, "n": len(qs), "share": len(qs) / len(asked),
                          **{f"round {t}": sum(v[q] for q in qs) / len(qs) if qs else float("nan")
-                            for t, v in enumerate(per_round)}})
+                            for t, v in enumerate(per_round)},
+                         "contribution": sum(per_round[-1][q] - per_round[0][q] for q in qs) / len(asked)})
     return pd.DataFrame(rows)
 
 

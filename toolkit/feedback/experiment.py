@@ -191,7 +191,7 @@ def case_study(traces: Mapping[str, Trace], ds, k: int = 5, loss: bool = False) 
     sign = -1 if loss else 1
     for q in ds.queries:
         tr = traces.get(q)
-        changed = 0 if tr is None else sum(a != b for a, b in zip(tr.instructions, tr.instructions[1:]))
+        changed = 0 if tr is None else text_changes(tr)
         if not changed:
             continue
         first, last = (evaluate({q: tr.runs[i]}, {q: ds.qrels[q]}, [f"ndcg@{k}"], ties="sklearn")[f"ndcg@{k}"]
@@ -270,12 +270,17 @@ def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_
 REFINEMENT_KINDS = ("N/A at round 1", "text never changed", "text changed")
 
 
+def text_changes(tr: Trace) -> int:
+    """The rounds whose refinement changed the instruction's text (a "refinement" into the same text is not one)."""
+    return sum(a != b for a, b in zip(tr.instructions, tr.instructions[1:]))
+
+
 def refinement_kind(tr: Trace) -> str:
     """What the LLM did to one instruction over the loop: asked for no refinement at round 1, "refined" it into
     the same text every round (only the "Iteration t" prefix can move its list), or changed its text at least once."""
     if len(tr.instructions) == 1:
         return REFINEMENT_KINDS[0]
-    return REFINEMENT_KINDS[2 if any(a != b for a, b in zip(tr.instructions, tr.instructions[1:])) else 1]
+    return REFINEMENT_KINDS[2 if text_changes(tr) else 1]
 
 
 def _asked(traces: Mapping[str, Trace]) -> dict[str, Trace]:

@@ -312,7 +312,8 @@ display(effect.round(3), moves.round(3)) if len(effect) else print("no test trac
 # %% [markdown]
 # ## The paper's claims, checked on this run and on the paper's own tables
 #
-# One row per claim of §5.2-5.3 (*pending* while a row it needs has no trace). `paper` applies the same test to the
+# One row per claim of §5.2-5.3 (*pending* while a row it needs has no trace, or only part of one: a verdict waits for
+# the whole sample, whose partial values the reading gives with their n). `paper` applies the same test to the
 # paper's printed Tables 2-7; `p` is the two-sided randomization test (`toolkit.significance`, 10,000 per-query
 # swaps) of each paired comparison a verdict rests on, on the queries both rows ran: with samples of tens to a few
 # hundred instructions, a verdict whose p is above 0.05 rests on a difference these queries cannot tell from noise.

@@ -183,6 +183,13 @@ def test_feedback_claims_on_the_paper_s_numbers_and_a_failing_run():
     assert T.claims(pd.DataFrame(rows + below)).set_index("claim").loc[every].holds == "no"
     below[0]["planned"] = 30
     assert T.claims(pd.DataFrame(rows + below)).set_index("claim").loc[every].holds == "pending"
+    # no verdict rests on a trace still being generated: I1's gain on its first 20 of 150 decides nothing
+    gains = [{"table": "2", "set": g, "method": "% improve", "metric": "ndcg@5", "value": x, "per_query": None,
+              "n": n, "planned": p} for g, x, n, p in (("I1", 0.09, 20, 150), ("I2", -0.18, 230, 230))]
+    larger = "the gain is larger on multi-tool I2 than on single-tool I1 (% improve ndcg@5, Table 2)"
+    assert T.claims(pd.DataFrame(rows + gains)).set_index("claim").loc[larger].holds == "pending"
+    gains[0]["n"] = 150
+    assert T.claims(pd.DataFrame(rows + gains)).set_index("claim").loc[larger].holds == "no"
 
 
 def test_a_condition_must_be_a_row_of_tables_4_6_7():

@@ -229,8 +229,7 @@ def round_values(traces: Mapping[str, Trace], qrels: Mapping, rounds: int, metri
         out[f"round {t}"] = {"values": {m: sum(v.values()) / len(v) if v else float("nan") for m, v in pq.items()},
                              "per_query": pq}
         if t:
-            out[f"round {t}"]["rewritten"] = sum(len(tr.instructions) > t and tr.instructions[t] != tr.instructions[t - 1]
-                                                 for tr in traces.values()) / n
+            out[f"round {t}"]["rewritten"] = sum(tr.changed(t) for tr in traces.values()) / n
     return out
 
 
@@ -272,7 +271,7 @@ REFINEMENT_KINDS = ("N/A at round 1", "text never changed", "text changed")
 
 def text_changes(tr: Trace) -> int:
     """The rounds whose refinement changed the instruction's text (a "refinement" into the same text is not one)."""
-    return sum(a != b for a, b in zip(tr.instructions, tr.instructions[1:]))
+    return sum(tr.changed(t) for t in range(1, len(tr.instructions)))
 
 
 def refinement_kind(tr: Trace) -> str:
@@ -322,7 +321,7 @@ def rewrite_moves(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_g
     rows = []
     for group, traces in traces_by_group.items():
         asked = _asked(traces)
-        rewritten = {q: tr for q, tr in asked.items() if len(tr.instructions) > 1 and tr.instructions[1] != tr.instructions[0]}
+        rewritten = {q: tr for q, tr in asked.items() if tr.changed(1)}
         if not rewritten:
             continue
         before, after = (trace_values(rewritten, qrels_by_group[group], t, [metric], per_query=True)[metric] for t in (0, 1))

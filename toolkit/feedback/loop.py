@@ -51,6 +51,10 @@ class Trace:
         """The LLM answered "N/A" (no refinement) at the last round it was asked."""
         return bool(self.feedback) and self.feedback[-1].refined is None
 
+    def changed(self, t: int) -> bool:
+        """Round t's refinement exists and its text differs from q^(t-1) (the LLM may "refine" into the same text)."""
+        return len(self.instructions) > t and self.instructions[t] != self.instructions[t - 1]
+
     def top(self, t: int, k: int) -> list[str]:
         return list(self.runs[min(t, len(self.runs) - 1)])[:k]
 
@@ -118,7 +122,7 @@ def stop_when_unchanged(traces: Mapping[str, Trace]) -> dict[str, Trace]:
     unchanged instruction is retrieved again under the next "Iteration t" prefix, which alone can move its list.)"""
     out = {}
     for q, tr in traces.items():
-        t = next((t for t in range(1, len(tr.instructions)) if tr.instructions[t] == tr.instructions[t - 1]), None)
+        t = next((t for t in range(1, len(tr.instructions)) if not tr.changed(t)), None)
         out[q] = tr if t is None else Trace(tr.qid, tr.instructions[:t], tr.runs[:t], tr.feedback[:t], tr.seconds[:t],
                                             tr.answers[:t])
     return out

@@ -391,11 +391,22 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                    f"{{5|toolbench-i2|{X.UNCHANGED_STOPS.format(T=cfg.training.rounds)}}} at "
                    f"{{5|toolbench-i2|{X.UNCHANGED_STOPS.format(T=cfg.training.rounds)}|seconds_per_instruction!.1f}} "
                    "LLM seconds per instruction."))
-    lines.append(R.format(
-        "- **Ablations** (Table 4, I2 sample, NDCG@5; Ours on n = {4|toolbench-i2|Ours|n}): Ours {4|toolbench-i2|Ours}, w/o warm-up "
-        "{4|toolbench-i2|w/o warm-up}, w/o hard-negative {4|toolbench-i2|w/o hard-negative}, w/o joint & hard-neg "
-        "{4|toolbench-i2|w/o joint & hard-neg} (paper {paper:4|toolbench-i2|Ours} / {paper:4|toolbench-i2|w/o warm-up} "
-        "/ {paper:4|toolbench-i2|w/o hard-negative} / {paper:4|toolbench-i2|w/o joint & hard-neg})."))
+
+    def rows_of(table, methods, name=lambda m: m):
+        """'name ours (paper p)' for each row of ``table`` with a value here; the others listed as pending"""
+        have = set(llm_values[llm_values.table == table].method)
+        done = [f"{name(m)} {{{table}|toolbench-i2|{m}}} (n = {{{table}|toolbench-i2|{m}|n}}; paper "
+                f"{{paper:{table}|toolbench-i2|{m}}})" for m in methods if m in have]
+        todo = [name(m) for m in methods if m not in have]
+        return R.format("; ".join(done + ([f"pending: {', '.join(todo)}"] if todo else [])))
+    lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
+                 + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
+    lines.append("- **Base models** (Table 6, I2 sample, NDCG@5; MiniLM in place of BERT-base, mpnet of "
+                 "RoBERTa-base): " + rows_of("6", [f"{who} ({base}-based)" for base in ("BERT", "RoBERTa")
+                                                    for who in ("ToolRetriever", "Ours")]) + ".")
+    lines.append(f"- **Embedding sizes** (Table 7, I2 sample, NDCG@5; a linear projection after "
+                 f"{cfg.base}'s pooling): " + rows_of("7", list(X.CONDITIONS["7"]),
+                                                       lambda m: m.split("=")[1].rstrip(")")) + ".")
 decided = claims[claims.here != "pending"]
 if len(decided):
     lines.append(f"- **Claims** ({len(decided)} of {len(claims)} decided here; table above), here vs the paper's own "

@@ -116,6 +116,20 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     assert own["Ours (T=0)"] and own["Ours (T=3, unchanged = N/A)"] and not own["Ours (T=1)"]
     assert extra["rewritten_by_round"] == {1: 1.0, 2: 0.0, 3: 0.0}
     assert v["4", "I2", "Ours", "ndcg@1"] == 1.0 and ("4", "I2", "w/o warm-up", "ndcg@1") not in v
+    # Table 6: each base's ToolRetriever on the same I2 queries; the BERT-class one is the main warm-up's run, the
+    # RoBERTa-class one waits for its own warm-up's run (no LLM), then reads it
+    assert v["6", "I2", "ToolRetriever (BERT-based)", "ndcg@1"] == 0.0
+    assert values.set_index(["table", "set", "method", "metric"])["n"]["6", "I2", "ToolRetriever (BERT-based)", "ndcg@1"] == 1
+    roberta = [p for p in pending if p["condition"] == "ToolRetriever (RoBERTa-based)"]
+    assert len(roberta) == 1 and roberta[0]["needs"].endswith(
+        "toolretriever --profile smoke --group I2 --condition '6:Ours (RoBERTa-based)'")
+    mpnet = X.condition(cfg, "6", "Ours (RoBERTa-based)")
+    assert X.toolretriever_trace_path(mpnet, "I2") != X.toolretriever_trace_path(cfg, "I2")
+    X.save_traces({q: _trace(q, [[gold[q]]], []) for q in tests["I2"].queries}, X.toolretriever_trace_path(mpnet, "I2"))
+    values, pending, extra = X.collect(cfg, tests)
+    v = values.set_index(["table", "set", "method", "metric"])["value"]
+    assert v["6", "I2", "ToolRetriever (RoBERTa-based)", "ndcg@1"] == 1.0
+    assert not [p for p in pending if p["condition"].startswith("ToolRetriever")]
     assert {p["set"] for p in pending} == {"I2", "ToolLens train"}   # the conditions and the offline feedback
     assert not (values.table == "s4.3").any()
     # the offline feedback (§4.3): the training sample, gold found after one refinement, one instruction never asked

@@ -42,13 +42,15 @@ def parse_condition(cfg, text: str | None):
 def run_all(cfg) -> None:
     """Every trace the notebook needs, cheapest first: the ToolRetriever runs (no LLM), then the LLM stages in
     :func:`toolkit.feedback.experiment.llm_stages`' order (training feedback, the main run's test groups, the
-    Tables 4, 6, 7 conditions)."""
+    Tables 4, 6, 7 conditions; after a Table 6 condition, its own warm-up's ToolRetriever run on I2)."""
     tests = X.test_datasets(cfg)
     for g in (*X.GROUPS, *X.OUT_OF_DOMAIN):
         stages.toolretriever(cfg, g)
     llm = stages.llm_client(cfg)
     for stage in X.llm_stages(cfg, tests):
         stage.run(llm)
+        if stage.condition and stage.condition[0] in X.WARMUP_ROWS:    # its warm-up is trained by now
+            stages.toolretriever(stage.cfg, stage.group)
     _, pending, _ = X.collect(cfg, tests)
     print(f"pending after `all`: {len(pending)}", file=sys.stderr)
 

@@ -390,6 +390,14 @@ def test_sample_notes_say_when_a_row_is_partial():
                       {"set": "I2", "method": "ToolRetriever", "n": 230, "planned": float("nan")}])
     notes = T.sample_notes(v, tests, config_for("smoke"))
     assert "partial: 20 of the 230 planned" in notes[0] and "partial" not in notes[1] + notes[2]
+    # a condition's row (and Table 6's ToolRetriever beside it) names its own retriever and change
+    c = pd.DataFrame([{"table": t, "set": "I2", "method": m, "n": 40, "planned": 40} for t, m in
+                      (("6", "Ours (RoBERTa-based)"), ("6", "ToolRetriever (RoBERTa-based)"), ("6", "Ours (BERT-based)"),
+                       ("7", "Ours (dim=300)"))])
+    notes = T.sample_notes(c, tests, config_for("smoke"))
+    assert "feedback, K=10, T=3, retriever mpnet; condition base=mpnet, warmup_pairs=5000; 40 of 230" in notes[0]
+    assert notes[1].startswith("mpnet fine-tuned on ToolLens train (warm-up); condition base=mpnet")
+    assert "retriever minilm; 40 of 230" in notes[2] and "condition embedding_size=300;" in notes[3]
 
 
 def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():

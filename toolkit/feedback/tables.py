@@ -93,8 +93,16 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
     """Per row of :func:`toolkit.feedback.experiment.collect`: what produced it and on how many of the
     set's queries (the LLM rows run on seeded samples, said in every cell's note); ``train_queries``: the
     size of ToolLens train, for the offline-feedback rows (§4.3)."""
+    from toolkit.feedback import experiment as X
     out = []
     for r in values.itertuples():
+        # a row of Tables 4, 6, 7 (or, Table 6, its ToolRetriever) names its condition's retriever and change
+        conds = X.CONDITIONS.get(getattr(r, "table", None), {})
+        label = r.method if r.method in conds else r.method.replace("ToolRetriever", "Ours", 1)
+        base, change = cfg.base, ""
+        if label in conds:
+            base = X.condition(cfg, r.table, label).base
+            change = "; condition " + ", ".join(f"{k}={v}" for k, v in conds[label].items())
         full = train_queries if r.set == OFFLINE_SET else len(tests[r.set].queries)
         size = f"{r.n} of {full} queries" + (" (seeded sample)" if r.n < full else "")
         planned = r.planned
@@ -104,12 +112,12 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
             what = (f"{cfg.llm} offline feedback (no iteration prefix), K={cfg.feedback.k}, retrieved by {cfg.base} "
                     f"fine-tuned on ToolLens train (warm-up) -- these are its own training instructions")
         elif r.method.startswith("ToolRetriever"):
-            what = f"{cfg.base} fine-tuned on ToolLens train (warm-up)"
+            what = f"{base} fine-tuned on ToolLens train (warm-up)"
         elif r.method == "Ours (T=0)":
-            what = f"retriever {cfg.base} after iteration-aware training, 'Iteration 0' instructions, no feedback yet"
+            what = f"retriever {base} after iteration-aware training, 'Iteration 0' instructions, no feedback yet"
         else:
-            what = f"{cfg.llm} feedback, K={cfg.feedback.k}, T={cfg.training.rounds}, retriever {cfg.base}"
-        out.append(f"{what}; {size}")
+            what = f"{cfg.llm} feedback, K={cfg.feedback.k}, T={cfg.training.rounds}, retriever {base}"
+        out.append(f"{what}{change}; {size}")
     return out
 
 

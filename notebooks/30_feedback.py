@@ -228,6 +228,18 @@ for table in ("4", "5", "6", "7"):
         print(f"Table {table}: no trace yet (pending above)")
 
 # %% [markdown]
+# **Training or loop?** Each row of Tables 4, 6, 7 is a retriever trained one way and the same loop run with it, so a
+# row can differ from "Ours" because of its retriever or because of what the loop did with it. Round 0 is the row's
+# retriever on the "Iteration 0" instructions, before any feedback; "loop" is its last round minus round 0 (NDCG@5);
+# `p`: its round 0 against Ours' round 0, paired randomization test on the same queries
+# (`toolkit.feedback.experiment.condition_rounds`).
+
+# %%
+condition_rounds = pd.DataFrame(extra.get("condition_rounds", []))
+rec.extra["condition_rounds"] = condition_rounds.to_dict("records")
+condition_rounds.round(3) if len(condition_rounds) else print("no Table 4, 6, 7 trace yet")
+
+# %% [markdown]
 # ## Figure 4 — one instruction through the loop (our data)
 #
 # Of the main run's test instructions whose NDCG@5 rose from round 0 to their last round, the one whose text the LLM
@@ -401,6 +413,13 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
         return R.format("; ".join(done + ([f"pending: {', '.join(todo)}"] if todo else [])))
     lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
                  + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
+    if len(condition_rounds):
+        lines.append("- **Training or loop** (NDCG@5 at round 0, before any feedback → after the loop): " + "; ".join(
+            f"{c.method} {c['round 0']:.3f} → {c[f'round {cfg.training.rounds}']:.3f} ({c.loop:+.3f}"
+            + (f", n = {c.n}" if c.n < condition_rounds.n.max() else "")
+            + ("" if pd.isna(c.p) else f"; round 0 vs Ours {c['round 0 vs Ours']:+.3f}, "
+                                       f"{p_text([{'comparison': '', 'p': c.p}]).strip()}") + ")"
+            for _, c in condition_rounds.iterrows()) + ".")
     lines.append("- **Base models** (Table 6, I2 sample, NDCG@5; MiniLM in place of BERT-base, mpnet of "
                  "RoBERTa-base): " + rows_of("6", [f"{who} ({base}-based)" for base in ("BERT", "RoBERTa")
                                                     for who in ("ToolRetriever", "Ours")]) + ".")

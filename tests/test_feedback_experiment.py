@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from toolkit.data.contract import Document, Query, RetrievalDataset
@@ -346,3 +347,18 @@ def test_collect_reports_a_trace_in_progress_through_to_the_notes(tmp_path, monk
     full = values[(values.table == "2") & (values.set == "I1") & (values.method == "Ours")]
     assert len(full) == 3 and (full.n == full.planned).all()
     assert not any("partial" in n for n in T.sample_notes(full, tests, cfg))
+
+
+def test_condition_rounds_split_a_row_into_its_retriever_and_its_loop():
+    qids = [f"q{i}" for i in range(4)]
+    ds = _ds("i2", qids, {q: "d1" for q in qids})
+    hit, miss = ["d1", "d0"], ["d0", "d2"]
+    ours = {q: _trace(q, [miss, hit], [3.0]) for q in qids}                 # the loop finds the tool
+    cond = {q: _trace(q, [hit], [2.0]) for q in qids}                        # found at once, then "N/A"
+    rows = X.condition_rounds({("4", "Ours"): ours, ("4", "w/o hard-negative"): cond}, ds.qrels, 3)
+    r = rows.set_index("method")
+    assert r.at["Ours", "round 0"] == 0.0 and r.at["Ours", "round 3"] == 1.0 and r.at["Ours", "loop"] == 1.0
+    assert r.at["Ours", "N/A at round 1"] == 0.0 and pd.isna(r.at["Ours", "p"])
+    assert r.at["w/o hard-negative", "loop"] == 0.0 and r.at["w/o hard-negative", "N/A at round 1"] == 1.0
+    assert r.at["w/o hard-negative", "round 0 vs Ours"] == 1.0 and r.at["w/o hard-negative", "p"] < 0.2
+    assert X.condition_rounds({}, ds.qrels, 3).empty

@@ -312,6 +312,31 @@ def refinement_effect(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_
     return pd.DataFrame(rows)
 
 
+def condition_rounds(traces_by_row: Mapping[tuple[str, str], Mapping[str, Trace]], qrels: Mapping, rounds: int,
+                     reference: str = "Ours", metric: str = "ndcg@5") -> pd.DataFrame:
+    """Tables 4, 6, 7 split into what training did and what the loop did: per row (``(table, method)`` -> its
+    traces on the same I2 queries), ``metric`` at round 0 (the condition's retriever on "Iteration 0" instructions,
+    before any feedback) and after its last round, the loop's change between them, the share of instructions that
+    answered "N/A" at round 1, and the paired randomization test of round 0 against ``reference``'s round 0 (the
+    main run, Table 4's "Ours"): whether a condition's row differs because of its retriever or because of its loop."""
+    from toolkit.significance import compared
+    ref = next((tr for (_, m), tr in traces_by_row.items() if m == reference), None)
+    ref0 = trace_values(ref, qrels, 0, [metric], per_query=True)[metric] if ref else None
+    out = []
+    for (table, method), traces in traces_by_row.items():
+        first, last = (trace_values(traces, qrels, t, [metric], per_query=True)[metric] for t in (0, None))
+        asked = _asked(traces)
+        test = (compared(f"{method} vs {reference} at round 0", first, {q: ref0[q] for q in first})
+                if ref0 is not None and method != reference and set(first) <= set(ref0) else None)
+        out.append({"table": table, "method": method, "n": len(traces),
+                    "round 0": sum(first.values()) / len(first), f"round {rounds}": sum(last.values()) / len(last),
+                    "loop": (sum(last.values()) - sum(first.values())) / len(first),
+                    "N/A at round 1": sum(len(tr.instructions) == 1 for tr in asked.values()) / max(len(asked), 1),
+                    f"round 0 vs {reference}": None if test is None else test["diff"],
+                    "p": None if test is None else test["p"]})
+    return pd.DataFrame(out)
+
+
 def rewrite_moves(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_group: Mapping[str, Mapping],
                   metric: str = "ndcg@5") -> pd.DataFrame:
     """Per set, the instructions whose round-1 refinement changed the text: how many moved up / stayed / moved
@@ -555,12 +580,15 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     sample = next(s.qids for s in plan.values() if s.condition)     # the conditions' shared I2 sample
     qrels2 = tests[ABLATION_GROUP].qrels
     main_rows = {"4": "Ours", "6": "Ours (BERT-based)"}
+    by_row: dict[tuple[str, str], dict] = {}             # every row's traces, for condition_rounds
     for table, conds in CONDITIONS.items():
         metrics = METRICS if table != "6" else METRICS[:3]
         main = [q for q in sample if q in (i2 or {})]      # the main run's I2 trace may be in progress
         if main and table in main_rows:
             v, pq = measured({q: i2[q] for q in main}, qrels2, metrics=metrics)
             add(table, ABLATION_GROUP, main_rows[table], v, len(main), per_query=pq, planned=len(sample))
+            if table == "4":
+                by_row["4", "Ours"] = {q: i2[q] for q in main}
         if table in WARMUP_ROWS and set(sample) <= set(tool.get(ABLATION_GROUP) or {}):
             v, pq = measured({q: tool[ABLATION_GROUP][q] for q in sample}, qrels2, metrics=metrics)
             add(table, ABLATION_GROUP, WARMUP_ROWS[table](main_rows[table]), v, len(sample), per_query=pq)
@@ -569,6 +597,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             if got:
                 v, pq = measured(got, qrels2, metrics=metrics)
                 add(table, ABLATION_GROUP, label, v, len(got), per_query=pq, planned=len(sample))
+                by_row[table, label] = got
             if table in WARMUP_ROWS:       # the condition's own warm-up (its base encoder), no LLM
                 c = condition(cfg, table, label)
                 whole = tests[ABLATION_GROUP].nested_sample(cfg.baseline_queries, cfg.sample_seed).queries
@@ -579,6 +608,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 if warm and set(sample) <= set(warm):
                     v, pq = measured({q: warm[q] for q in sample}, qrels2, metrics=metrics)
                     add(table, ABLATION_GROUP, WARMUP_ROWS[table](label), v, len(sample), per_query=pq)
+    extra["condition_rounds"] = condition_rounds(by_row, qrels2, cfg.training.rounds).to_dict("records")
     # §4.3's offline feedback on training instructions, as retrieval with the warm-up model that produced it
     from toolkit.feedback.data import training_set
     train = training_set("train")

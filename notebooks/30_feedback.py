@@ -428,7 +428,9 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
     lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
                  + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
     if len(condition_rounds):
-        lines.append("- **Training or loop** (NDCG@5 at round 0, before any feedback → after the loop): " + "; ".join(
+        lines.append(R.format("- **Training or loop** (NDCG@5 at round 0, before any feedback → after the loop; the "
+                              "warm-up ToolRetriever, before any training on feedback, scores "
+                              "{6|toolbench-i2|ToolRetriever (BERT-based)} on the same queries): ") + "; ".join(
             f"{c.method} {c['round 0']:.3f} → {c[f'round {cfg.training.rounds}']:.3f} ({c.loop:+.3f}"
             + (f", n = {c.n}" if c.n < condition_rounds.n.max() else "")
             + ("" if pd.isna(c.p) else f"; round 0 vs Ours {c['round 0 vs Ours']:+.3f}, "

@@ -404,20 +404,6 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                    f"{{5|toolbench-i2|{X.UNCHANGED_STOPS.format(T=cfg.training.rounds)}|seconds_per_instruction!.1f}} "
                    "LLM seconds per instruction."))
 
-    def training_or_loop(rows):
-        """Table 4's split in a sentence: do the ablated trainings give other retrievers, or does the loop decide?"""
-        abl = rows[rows.p.notna()]
-        if abl.empty:
-            return ""
-        sig = abl[abl.p < 0.05]
-        r0, loop = abl["round 0 vs Ours"], rows.loop
-        end = ("the ablated trainings change the retriever for " + ", ".join(sig.method) if len(sig) else
-               "what separates Table 4's rows is what the loop did, not the retriever each training gave"
-               if loop.max() - loop.min() > r0.max() - r0.min() else "")
-        return (f" Before any feedback, the ablations' retrievers differ from Ours' by {r0.min():+.3f} to "
-                f"{r0.max():+.3f} (p = {abl.p.min():.2f} to {abl.p.max():.2f}); the loop moved Table 4's rows by "
-                f"{loop.min():+.3f} to {loop.max():+.3f}" + (f": {end}." if end else "."))
-
     def rows_of(table, methods, name=lambda m: m):
         """'name ours (paper p)' for each row of ``table`` with a value here; the others listed as pending"""
         have = set(llm_values[llm_values.table == table].method)
@@ -430,12 +416,8 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
     if len(condition_rounds):
         lines.append(R.format("- **Training or loop** (NDCG@5 at round 0, before any feedback → after the loop; the "
                               "warm-up ToolRetriever, before any training on feedback, scores "
-                              "{6|toolbench-i2|ToolRetriever (BERT-based)} on the same queries): ") + "; ".join(
-            f"{c.method} {c['round 0']:.3f} → {c[f'round {cfg.training.rounds}']:.3f} ({c.loop:+.3f}"
-            + (f", n = {c.n}" if c.n < condition_rounds.n.max() else "")
-            + ("" if pd.isna(c.p) else f"; round 0 vs Ours {c['round 0 vs Ours']:+.3f}, "
-                                       f"{p_text([{'comparison': '', 'p': c.p}]).strip()}") + ")"
-            for _, c in condition_rounds.iterrows()) + "." + training_or_loop(condition_rounds[condition_rounds.table == "4"]))
+                              "{6|toolbench-i2|ToolRetriever (BERT-based)} on the same queries): ")
+                     + T.condition_rounds_text(condition_rounds, cfg.training.rounds))
     lines.append("- **Base models** (Table 6, I2 sample, NDCG@5; MiniLM in place of BERT-base, mpnet of "
                  "RoBERTa-base): " + rows_of("6", [f"{who} ({base}-based)" for base in ("BERT", "RoBERTa")
                                                     for who in ("ToolRetriever", "Ours")]) + ".")

@@ -362,3 +362,54 @@ def test_condition_rounds_split_a_row_into_its_retriever_and_its_loop():
     assert r.at["w/o hard-negative", "loop"] == 0.0 and r.at["w/o hard-negative", "N/A at round 1"] == 1.0
     assert r.at["w/o hard-negative", "round 0 vs Ours"] == 1.0 and r.at["w/o hard-negative", "p"] < 0.2
     assert X.condition_rounds({}, ds.qrels, 3).empty
+
+
+def test_condition_rounds_text_names_what_separates_the_rows():
+    from toolkit.feedback import tables as T
+    assert T.signed(-0.0004) == "+0.000" and T.signed(-0.0006) == "-0.001" and T.signed(0.02) == "+0.020"
+    qids = [f"q{i}" for i in range(6)]
+    ds = _ds("i2", qids, {q: "d1" for q in qids})
+    hit, miss = ["d1", "d0"], ["d0", "d2"]
+    ours = {q: _trace(q, [miss, hit], [3.0]) for q in qids}                 # the loop finds the tool
+    same_start = {q: _trace(q, [miss], [2.0]) for q in qids}                 # same retriever, the loop stops
+    loop_only = X.condition_rounds({("4", "Ours"): ours, ("4", "w/o warm-up"): same_start}, ds.qrels, 3)
+    text = T.condition_rounds_text(loop_only, 3)
+    assert "Ours 0.000 → 1.000 (+1.000)" in text and "w/o warm-up 0.000 → 0.000 (+0.000; round 0 vs Ours +0.000" in text
+    assert "what the loop did, not the retriever" in text
+    better_start = {q: _trace(q, [hit], [2.0]) for q in qids}                # another retriever from the start
+    trained = X.condition_rounds({("4", "Ours"): ours, ("4", "w/o warm-up"): better_start}, ds.qrels, 3)
+    assert "the ablated trainings change the retriever for w/o warm-up" in T.condition_rounds_text(trained, 3)
+    assert "separates" not in T.condition_rounds_text(trained[trained.method == "Ours"], 3)
+    assert T.condition_rounds_text(trained.iloc[0:0], 3) == ""
+
+
+def test_all_runs_each_missing_trace_in_its_own_process(monkeypatch, tmp_path):
+    import sys
+
+    from toolkit.feedback import __main__ as M
+    from toolkit.feedback import stages
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
+
+    def no_model(*a, **k):
+        raise AssertionError("`all` itself must not train, load or call a model: its children do")
+    for name in ("warmup", "train_feedback", "train", "test", "toolretriever", "llm_client", "dense_search"):
+        monkeypatch.setattr(stages, name, no_model)
+    cfg = config_for("smoke")
+    ran: list[list[str]] = []
+    M.run_all(cfg, run=ran.append)
+    assert all(argv[:3] == [sys.executable, "-m", "toolkit.feedback"] for argv in ran)
+    stages_run = [argv[3:] for argv in ran]
+    assert stages_run[:4] == [["toolretriever", "--profile", "smoke", "--group", g] for g in ("I1", "I2", "I3", "UltraTool")]
+    assert stages_run[4] == ["train-feedback", "--profile", "smoke"]
+    roberta = ["--condition", "6:Ours (RoBERTa-based)"]
+    i = stages_run.index(["test", "--profile", "smoke", "--group", "I2", *roberta])
+    assert stages_run[i + 1] == ["toolretriever", "--profile", "smoke", "--group", "I2", *roberta]
+    assert len(ran) == 4 + 1 + 4 + 9 + 1
+    # a complete trace is not run again; an incomplete one is
+    train = X.llm_stages(cfg, X.test_datasets(cfg))[0]
+    X.save_traces({q: _trace(q, [["d0"]], []) for q in train.qids}, train.path)
+    X.save_traces({}, X.toolretriever_trace_path(cfg, "I1"))
+    left = M.missing_commands(cfg)
+    assert "python -m toolkit.feedback train-feedback --profile smoke" not in left and len(left) == len(ran) - 2
+    X.save_traces({q: _trace(q, [["d0"]], []) for q in train.qids[1:]}, train.path)
+    assert "python -m toolkit.feedback train-feedback --profile smoke" in M.missing_commands(cfg)

@@ -39,20 +39,37 @@ def parse_condition(cfg, text: str | None):
     return X.condition(cfg, table, label)
 
 
-def run_all(cfg) -> None:
+def run_all(cfg, run=None) -> None:
     """Every trace the notebook needs, cheapest first: the ToolRetriever runs (no LLM), then the LLM stages in
     :func:`toolkit.feedback.experiment.llm_stages`' order (training feedback, the main run's test groups, the
-    Tables 4, 6, 7 conditions; after a Table 6 condition, its own warm-up's ToolRetriever run on I2)."""
-    tests = X.test_datasets(cfg)
-    for g in (*X.GROUPS, *X.OUT_OF_DOMAIN):
-        stages.toolretriever(cfg, g)
-    llm = stages.llm_client(cfg)
-    for stage in X.llm_stages(cfg, tests):
-        stage.run(llm)
-        if stage.condition and stage.condition[0] in X.WARMUP_ROWS:    # its warm-up is trained by now
-            stages.toolretriever(stage.cfg, stage.group)
-    _, pending, _ = X.collect(cfg, tests)
+    Tables 4, 6, 7 conditions; after a Table 6 condition, its own warm-up's ToolRetriever run on I2).
+
+    Each missing trace is written by its own child process (its stage's command), one after another, so the
+    memory of one stage is returned before the next starts: one process that had loaded the LLM, the corpus
+    embeddings and two trained models held ~15 GB, and mpnet's training on top of that passed 24 GB and was
+    killed. ``run``: how a command is run (``subprocess.run`` with ``check=True``; a stub in the tests)."""
+    import shlex
+    import subprocess
+    run = run or (lambda argv: subprocess.run(argv, check=True))
+    for cmd in missing_commands(cfg):
+        print(f"[feedback] all: {cmd}", file=sys.stderr, flush=True)
+        run([sys.executable, *shlex.split(cmd)[1:]])       # "python -m toolkit.feedback ..." with this interpreter
+    _, pending, _ = X.collect(cfg, X.test_datasets(cfg))
     print(f"pending after `all`: {len(pending)}", file=sys.stderr)
+
+
+def missing_commands(cfg) -> list[str]:
+    """The commands that write the traces still missing or incomplete, in the order ``all`` runs them."""
+    tests = X.test_datasets(cfg)
+    out = [X.command("toolretriever", cfg, g) for g in (*X.GROUPS, *X.OUT_OF_DOMAIN)
+           if not X.toolretriever_trace_path(cfg, g).is_file()]
+    for stage in X.llm_stages(cfg, tests):
+        if not (stage.path.is_file() and set(stage.qids) <= set(X.load_traces(stage.path))):
+            out.append(stage.command)
+        if (stage.condition and stage.condition[0] in X.WARMUP_ROWS
+                and not X.toolretriever_trace_path(stage.cfg, stage.group).is_file()):
+            out.append(X.command("toolretriever", stage.cfg, stage.group, *stage.condition))
+    return out
 
 
 def print_status(cfg) -> None:

@@ -531,10 +531,10 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
 
     plan = {s.name: s for s in llm_stages(cfg, tests)}
     # Tables 2/3: ToolRetriever (whole set, and its LLM sample) and Ours (LLM sample), % improve
-    ours, tool = {}, {}
+    ours, tool, whole = {}, {}, {}      # whole: each group's ToolRetriever queries (its baseline_queries sample)
     for label in (*GROUPS, *OUT_OF_DOMAIN):
-        ds = tests[label].nested_sample(cfg.baseline_queries, cfg.sample_seed)
-        tool[label] = get(toolretriever_trace_path(cfg, label), list(ds.queries),
+        whole[label] = list(tests[label].nested_sample(cfg.baseline_queries, cfg.sample_seed).queries)
+        tool[label] = get(toolretriever_trace_path(cfg, label), whole[label],
                           pending_row("2, 3", "ToolRetriever", label, command("toolretriever", cfg, label)),
                           lambda label=label: stages.toolretriever(cfg, label))
         ours[label] = traced(plan[f"test {label}"], "2, 3, 5", "Ours")
@@ -599,9 +599,8 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 add(table, ABLATION_GROUP, label, v, len(got), per_query=pq, planned=len(sample))
                 by_row[table, label] = got
             if table in WARMUP_ROWS:       # the condition's own warm-up (its base encoder), no LLM
-                c = condition(cfg, table, label)
-                whole = tests[ABLATION_GROUP].nested_sample(cfg.baseline_queries, cfg.sample_seed).queries
-                warm = get(toolretriever_trace_path(c, ABLATION_GROUP), list(whole),
+                c = plan[f"{table}: {label}"].cfg
+                warm = get(toolretriever_trace_path(c, ABLATION_GROUP), whole[ABLATION_GROUP],
                            pending_row(table, WARMUP_ROWS[table](label), ABLATION_GROUP,
                                        command("toolretriever", c, ABLATION_GROUP, table, label)),
                            lambda c=c: stages.toolretriever(c, ABLATION_GROUP))

@@ -258,3 +258,35 @@ def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:
     rows = [{"table": r.table, "set": label.get(r.dataset, r.dataset), "method": r.method, "metric": r.metric,
              "value": float(r.value)} for r in p.itertuples()]
     return pd.DataFrame(rows)
+
+
+def signed(x: float, digits: int = 3) -> str:
+    """``x`` with its sign, rounded first: a difference that rounds to zero prints "+0.000", not "-0.000"."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
+def condition_rounds_text(rows: pd.DataFrame, rounds: int, table: str = "4") -> str:
+    """:func:`toolkit.feedback.experiment.condition_rounds` in words. Each row: NDCG@5 at round 0 -> after round
+    ``rounds`` (the loop's change; its n where smaller than the others'; round 0 against Ours' with its p). Then,
+    for ``table``'s ablations, what separates its rows: the trainings, if a round-0 difference is significant
+    (p < 0.05); else the loop, if the loop's changes spread wider than the round-0 differences; else neither."""
+    from toolkit.significance import p_text
+    if rows.empty:
+        return ""
+    text = "; ".join(
+        f"{c.method} {c['round 0']:.3f} → {c[f'round {rounds}']:.3f} ({signed(c.loop)}"
+        + (f", n = {c.n}" if c.n < rows.n.max() else "")
+        + ("" if pd.isna(c.p) else f"; round 0 vs Ours {signed(c['round 0 vs Ours'])}, "
+                                   f"{p_text([{'comparison': '', 'p': c.p}]).strip()}") + ")"
+        for _, c in rows.iterrows()) + "."
+    own = rows[rows.table == table]
+    abl = own[own.p.notna()]
+    if abl.empty:
+        return text
+    sig, r0, loop = abl[abl.p < 0.05], abl["round 0 vs Ours"], own.loop
+    end = ("the ablated trainings change the retriever for " + ", ".join(sig.method) if len(sig) else
+           f"what separates Table {table}'s rows is what the loop did, not the retriever each training gave"
+           if loop.max() - loop.min() > r0.max() - r0.min() else "")
+    return (text + f" Before any feedback, the ablations' retrievers differ from Ours' by {signed(r0.min())} to "
+            f"{signed(r0.max())} (p = {abl.p.min():.2f} to {abl.p.max():.2f}); the loop moved Table {table}'s rows by "
+            f"{signed(loop.min())} to {signed(loop.max())}" + (f": {end}." if end else "."))

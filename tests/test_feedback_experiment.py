@@ -413,3 +413,18 @@ def test_all_runs_each_missing_trace_in_its_own_process(monkeypatch, tmp_path):
     assert "python -m toolkit.feedback train-feedback --profile smoke" not in left and len(left) == len(ran) - 2
     X.save_traces({q: _trace(q, [["d0"]], []) for q in train.qids[1:]}, train.path)
     assert "python -m toolkit.feedback train-feedback --profile smoke" in M.missing_commands(cfg)
+
+
+def test_768_is_best_needs_every_size_and_one_larger_size_decides_no():
+    from toolkit.feedback import tables as T
+    best = "embedding size 768 is the best of Table 7's sizes (ndcg@5)"
+
+    def holds(sizes):
+        rows = [{"table": "7", "set": "I2", "method": f"Ours (dim={d})", "metric": "ndcg@5", "value": x,
+                 "per_query": None, "n": n, "planned": 40} for d, (x, n) in sizes.items()]
+        return T.claims(pd.DataFrame(rows)).set_index("claim").loc[best].holds
+    assert holds({300: (0.30, 40), 768: (0.35, 40)}) == "pending"            # 768 leads, three sizes untraced
+    assert holds({300: (0.30, 40), 768: (0.35, 40), 512: (0.40, 20)}) == "pending"   # 512 still being traced
+    assert holds({300: (0.30, 40), 768: (0.35, 40), 512: (0.40, 40)}) == "no"
+    assert holds({d: (0.35 if d == 768 else 0.3, 40) for d in (300, 512, 768, 1024, 2048)}) == "yes"
+    assert holds({300: (0.30, 40), 512: (0.40, 40)}) == "pending"            # no 768 yet

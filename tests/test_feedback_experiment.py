@@ -402,8 +402,10 @@ def test_all_runs_each_missing_trace_in_its_own_process(monkeypatch, tmp_path):
     assert stages_run[:4] == [["toolretriever", "--profile", "smoke", "--group", g] for g in ("I1", "I2", "I3", "UltraTool")]
     assert stages_run[4] == ["train-feedback", "--profile", "smoke"]
     roberta = ["--condition", "6:Ours (RoBERTa-based)"]
-    i = stages_run.index(["test", "--profile", "smoke", "--group", "I2", *roberta])
-    assert stages_run[i + 1] == ["toolretriever", "--profile", "smoke", "--group", "I2", *roberta]
+    # mpnet (its own warm-up, hours here) last: its ToolRetriever run, then its loop
+    assert stages_run[-2:] == [[s, "--profile", "smoke", "--group", "I2", *roberta] for s in ("toolretriever", "test")]
+    assert stages_run[9] == ["test", "--profile", "smoke", "--group", "I2", "--condition", "4:w/o warm-up"]
+    assert stages_run[-3] == ["test", "--profile", "smoke", "--group", "I2", "--condition", "7:Ours (dim=2048)"]
     assert len(ran) == 4 + 1 + 4 + 9 + 1
     # a complete trace is not run again; an incomplete one is
     train = X.llm_stages(cfg, X.test_datasets(cfg))[0]

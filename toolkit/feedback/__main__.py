@@ -40,9 +40,9 @@ def parse_condition(cfg, text: str | None):
 
 
 def run_all(cfg, run=None) -> None:
-    """Every trace the notebook needs, cheapest first: the ToolRetriever runs (no LLM), then the LLM stages in
-    :func:`toolkit.feedback.experiment.llm_stages`' order (training feedback, the main run's test groups, the
-    Tables 4, 6, 7 conditions; after a Table 6 condition, its own warm-up's ToolRetriever run on I2).
+    """Every trace the notebook needs, cheapest first (:func:`missing_commands`): the ToolRetriever runs (no LLM),
+    the training feedback, the main run's test groups, the Tables 4 and 7 conditions, then Table 6's mpnet
+    (its warm-up's ToolRetriever run on I2, then its loop).
 
     Each missing trace is written by its own child process (its stage's command), one after another, so the
     memory of one stage is returned before the next starts: one process that had loaded the LLM, the corpus
@@ -59,16 +59,19 @@ def run_all(cfg, run=None) -> None:
 
 
 def missing_commands(cfg) -> list[str]:
-    """The commands that write the traces still missing or incomplete, in the order ``all`` runs them."""
+    """The commands that write the traces still missing or incomplete, in the order ``all`` runs them: the
+    stages in :func:`~toolkit.feedback.experiment.llm_stages`' order, except that a condition with another base
+    encoder (Table 6's mpnet: its own warm-up, ~5x slower to train and encode than MiniLM, hours on this CPU)
+    comes last, its warm-up's ToolRetriever run (no LLM) before its loop."""
     tests = X.test_datasets(cfg)
     out = [X.command("toolretriever", cfg, g) for g in (*X.GROUPS, *X.OUT_OF_DOMAIN)
            if not X.toolretriever_trace_path(cfg, g).is_file()]
-    for stage in X.llm_stages(cfg, tests):
-        if not (stage.path.is_file() and set(stage.qids) <= set(X.load_traces(stage.path))):
-            out.append(stage.command)
+    for stage in sorted(X.llm_stages(cfg, tests), key=lambda s: s.cfg.base != cfg.base):      # stable
         if (stage.condition and stage.condition[0] in X.WARMUP_ROWS
                 and not X.toolretriever_trace_path(stage.cfg, stage.group).is_file()):
             out.append(X.command("toolretriever", stage.cfg, stage.group, *stage.condition))
+        if not (stage.path.is_file() and set(stage.qids) <= set(X.load_traces(stage.path))):
+            out.append(stage.command)
     return out
 
 

@@ -210,7 +210,10 @@ side_by_side(rec, T.PAPER, "2")
 # (`toolkit.feedback.loop.stop_when_unchanged`; exact from the traces: the paper's loop stops only at "N/A", so an
 # unchanged instruction is retrieved again under the next "Iteration t" prefix). Table 6: MiniLM in place of BERT-base, mpnet in place of
 # RoBERTa-base — mpnet trains ~5x slower than MiniLM on this CPU, so its warm-up uses a seeded sample of pairs
-# (`toolkit.feedback.experiment.CONDITIONS`). Table 7: a linear projection after the encoder's pooling to each size.
+# (`toolkit.feedback.experiment.CONDITIONS`). Table 7: a linear projection after the encoder's pooling to each size,
+# initialised at random and trained with the rest. The paper's BERT-base gives 768 dimensions; MiniLM gives fewer
+# (printed below), so a projection to a larger size adds parameters but not rank: every embedding stays in a
+# subspace of MiniLM's own size. Table 7 here asks whether such a layer, trained this briefly, helps or hurts.
 
 # %%
 slots = sorted({t.get("llm_slots", 1) for t in extra["traces"].values() if t.get("stage") == "test"})
@@ -220,6 +223,10 @@ if i2_meta and i2_meta.get("wall_s"):
     rec.extra["i2_machine_seconds_per_instruction"] = i2_meta["wall_s"] / i2_meta["queries"]
     print(f"machine time per I2 instruction (the trace's generation wall time / its {i2_meta['queries']} instructions, "
           f"all rounds and retrieval): {rec.extra['i2_machine_seconds_per_instruction']:.1f} s")
+from toolkit.retrieval.models import resolve_model  # noqa: E402
+
+print(f"{cfg.base}'s own embedding size: {resolve_model(cfg.base)[1]['dim']} (Table 7 projects it to "
+      f"{', '.join(str(c['embedding_size']) for c in X.CONDITIONS['7'].values())})")
 for table in ("4", "5", "6", "7"):
     metrics = METRICS + (["seconds_per_instruction"] if table == "5" else [])
     if (llm_values.table == table).any():
@@ -421,8 +428,8 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
     lines.append("- **Base models** (Table 6, I2 sample, NDCG@5; MiniLM in place of BERT-base, mpnet of "
                  "RoBERTa-base): " + rows_of("6", [f"{who} ({base}-based)" for base in ("BERT", "RoBERTa")
                                                     for who in ("ToolRetriever", "Ours")]) + ".")
-    lines.append(f"- **Embedding sizes** (Table 7, I2 sample, NDCG@5; a linear projection after "
-                 f"{cfg.base}'s pooling): " + rows_of("7", list(X.CONDITIONS["7"]),
+    lines.append(f"- **Embedding sizes** (Table 7, I2 sample, NDCG@5; a linear projection of {cfg.base}'s "
+                 f"{resolve_model(cfg.base)[1]['dim']}-dimensional embedding): " + rows_of("7", list(X.CONDITIONS["7"]),
                                                        lambda m: m.split("=")[1].rstrip(")")) + ".")
 decided = claims[claims.here != "pending"]
 if len(decided):

@@ -70,7 +70,7 @@ def missing_commands(cfg) -> list[str]:
         if (stage.condition and stage.condition[0] in X.WARMUP_ROWS
                 and not X.toolretriever_trace_path(stage.cfg, stage.group).is_file()):
             out.append(X.command("toolretriever", stage.cfg, stage.group, *stage.condition))
-        if not (stage.path.is_file() and set(stage.qids) <= set(X.load_traces(stage.path))):
+        if not X.trace_complete(stage.path, stage.qids):
             out.append(stage.command)
     return out
 

@@ -146,6 +146,11 @@ def load_traces(path: Path) -> dict[str, Trace]:
     return out
 
 
+def trace_complete(path: Path, qids) -> bool:
+    """The trace file at ``path`` exists and holds every instruction in ``qids``."""
+    return path.is_file() and set(qids) <= set(load_traces(path))
+
+
 def load_meta(path: Path) -> dict:
     p = meta_path(path)
     return json.loads(p.read_text()) if p.is_file() else {}
@@ -507,7 +512,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     extra: dict = {"traces": {}}
 
     def get(path: Path, needed, row: dict, produce, partial: bool = False):
-        if run_missing and not (path.is_file() and set(needed) <= set(load_traces(path))):
+        if run_missing and not trace_complete(path, needed):
             produce()
         got = load_or_pending(path, needed, pending, row, partial)
         if got is not None:

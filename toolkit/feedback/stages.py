@@ -166,7 +166,7 @@ def train_feedback(cfg, llm=None) -> Path:
     from toolkit.feedback.data import training_set
     out = X.train_trace_path(cfg)
     train = training_set("train").nested_sample(cfg.train_feedback_requests, cfg.sample_seed)
-    if out.is_file() and set(X.load_traces(out)) >= set(train.queries):
+    if X.trace_complete(out, train.queries):
         return out
     if cfg.train_trace_retriever and cfg.train_trace_retriever != X.warmup_id(cfg):
         raise FileNotFoundError(f"{out} is missing or incomplete: a Table 4/6/7 condition trains on the main run's "
@@ -201,7 +201,7 @@ def test(cfg, group: str, n: int | None, llm=None) -> Path:
     from toolkit.feedback.loop import iterate
     ds = X.test_datasets(cfg)[group].nested_sample(n, cfg.sample_seed)
     out = X.test_trace_path(cfg, group, n)
-    if out.is_file() and set(X.load_traces(out)) >= set(ds.queries):
+    if X.trace_complete(out, ds.queries):
         return out
     model, stats = train(cfg, llm)
     llm = llm or llm_client(cfg)

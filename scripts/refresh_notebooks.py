@@ -11,6 +11,10 @@ import nbformat
 from nbclient import NotebookClient
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from toolkit.runner import prepare_kernel_env  # noqa: E402
+
+prepare_kernel_env()
 
 names = sys.argv[1:] or sorted(p.stem for p in (REPO / "notebooks").glob("[0-9]*.ipynb"))
 for name in names:

@@ -1,6 +1,7 @@
 """The papermill runner: parameter checks before execution, results JSON, progress lines, CLI."""
 import io
 import json
+import os
 import shutil
 
 import pytest
@@ -100,3 +101,12 @@ def test_names_outside_the_parameters_cell_go_to_a_configured_notebooks_override
         runner.fold_overrides(path, {"test_requests": "many"}, "standard")
     plain = runner.notebook_path("00_datasets")                                # a notebook without overrides
     assert runner.fold_overrides(plain, {"stopwords": False}) == {"stopwords": False}
+
+
+def test_kernel_env_puts_this_clone_first_and_keeps_what_was_set(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setenv("PYTHONWARNINGS", "error::DeprecationWarning")
+    runner.prepare_kernel_env()
+    runner.prepare_kernel_env()                         # twice: nothing repeated
+    assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(runner.REPO), "/elsewhere"]
+    assert os.environ["PYTHONWARNINGS"] == "ignore:IProgress not found,error::DeprecationWarning"

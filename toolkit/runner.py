@@ -101,6 +101,21 @@ def parse_param(text: str) -> tuple[str, object]:
     return name.strip(), value
 
 
+# tqdm.auto falls back to text bars in a kernel without ipywidgets, which is what a stored notebook
+# should hold; its warning about that put the venv's absolute path into every executed notebook.
+KERNEL_WARNING_FILTERS = ("ignore:IProgress not found",)
+
+
+def prepare_kernel_env() -> None:
+    """Set what a notebook kernel started from this process inherits: this clone's ``toolkit`` first on
+    ``PYTHONPATH``, and the ``PYTHONWARNINGS`` filters above (existing entries kept)."""
+    def merged(var, sep, first):
+        rest = [p for p in os.environ.get(var, "").split(sep) if p and p not in first]
+        return sep.join([*first, *rest])
+    os.environ["PYTHONPATH"] = merged("PYTHONPATH", os.pathsep, [str(REPO)])
+    os.environ["PYTHONWARNINGS"] = merged("PYTHONWARNINGS", ",", list(KERNEL_WARNING_FILTERS))
+
+
 def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
                  output: Path | None = None, log_output: bool = False) -> Path:
     import papermill as pm
@@ -110,8 +125,7 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     check_parameters(path, params)
     out = output or results_dir() / path.stem / f"{profile}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    # the kernel must import this clone's toolkit
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    prepare_kernel_env()
     marker = out.with_suffix(".failed")
     try:
         pm.execute_notebook(str(path), str(out), parameters={"profile": profile, **params}, kernel_name="python3",

@@ -482,6 +482,7 @@ def test_a_kept_warmup_model_is_used_before_the_cache_and_never_retrained(tmp_pa
     from toolkit.feedback import experiment as X
     from toolkit.feedback import stages
     from toolkit.feedback.config import config_for
+    from toolkit.feedback.training import CHECKPOINT_EVERY
     from toolkit.toolrerank import dual_encoder
     cfg = config_for("smoke")
     monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
@@ -489,6 +490,8 @@ def test_a_kept_warmup_model_is_used_before_the_cache_and_never_retrained(tmp_pa
     trained = tmp_path / "cache" / X.warmup_id(cfg) / "final"
 
     def train_once(pairs, out_dir, **kw):
+        # the warm-up checkpoints as often as iteration-aware training: mpnet's takes an hour on a CPU
+        assert kw.get("checkpoint_every") == CHECKPOINT_EVERY, kw.get("checkpoint_every")
         (out_dir / "final").mkdir(parents=True)
         (out_dir / "final" / "model.safetensors").write_bytes(b"weights")
         (out_dir / "final" / "train_stats.json").write_text(json.dumps({"steps": 3}))

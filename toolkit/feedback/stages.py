@@ -51,6 +51,7 @@ def dense_search(model_path: Path | str, corpus, depth: int = X.DEPTH):
 def warmup(cfg) -> tuple[Path, dict]:
     """ToolRetriever: the dual encoder on ToolLens train (original instructions, in-batch negatives)."""
     from toolkit.feedback.data import training_set
+    from toolkit.feedback.training import CHECKPOINT_EVERY
     from toolkit.toolrerank.dual_encoder import positive_pairs, train_dual_encoder
     import random
     if kept := _kept(X.warmup_id(cfg)):
@@ -63,7 +64,8 @@ def warmup(cfg) -> tuple[Path, dict]:
                                      models_dir() / X.warmup_id(cfg), base=cfg.base, epochs=t.epochs,
                                      batch_size=t.batch_size, lr=t.lr, warmup_steps=t.warmup_steps,
                                      max_seq_length=t.max_seq_length, max_steps=cfg.warmup_max_steps, seed=t.seed,
-                                     log=_log, min_batch=t.min_batch_size)
+                                     log=_log, min_batch=t.min_batch_size,
+                                     checkpoint_every=CHECKPOINT_EVERY)
     return path, stats
 
 

@@ -22,6 +22,10 @@ from typing import Mapping
 from toolkit.feedback.loop import Trace, iteration_prefix
 from toolkit.paths import portable
 
+# a training checkpoint every 20 steps (the loop's default is 100-200): the warm-up and iteration-aware runs are
+# 40-150 steps, and mpnet's take an hour or more on a CPU, so a stopped session resumes them instead of starting over
+CHECKPOINT_EVERY = 20
+
 
 @dataclass(frozen=True)
 class IterationConfig:
@@ -128,11 +132,9 @@ def train_iteration_aware(examples: list[Example], out_dir: Path, base: str, cfg
                                          keys=lambda ex: (ex.query, ex.positive), min_size=cfg.min_batch_size)
     batches = batches[:max_steps]
     warm = min(cfg.warmup_steps, max(1, len(batches) // 10))
-    # a checkpoint every 20 steps (the loop's default is 200): these runs are 40-140 steps, and mpnet's take over an
-    # hour on a CPU, so a stopped session resumes them instead of starting over
     stats = train_loop(model, lambda b: weighted_contrastive_loss(model, b), batches, out_dir, lr=cfg.lr,
                        warmup_steps=warm, save=lambda p: model.save(str(p)), log=log, seed=cfg.seed,
-                       checkpoint_every=20)
+                       checkpoint_every=CHECKPOINT_EVERY)
     stats.update(examples=len(examples), base=portable(base), config=repr(cfg))
     write_stats(out_dir, stats)
     return out_dir / "final", stats

@@ -425,9 +425,12 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                               "warm-up ToolRetriever, before any training on feedback, scores "
                               "{6|toolbench-i2|ToolRetriever (BERT-based)} on the same queries): ")
                      + T.condition_rounds_text(condition_rounds, cfg.training.rounds))
+    base_tests = [t for who in ("ToolRetriever", "Ours")
+                  if (t := T.paired_test(llm_values, "6", "I2", f"{who} (RoBERTa-based)", f"{who} (BERT-based)"))]
     lines.append("- **Base models** (Table 6, I2 sample, NDCG@5; MiniLM in place of BERT-base, mpnet of "
                  "RoBERTa-base): " + rows_of("6", [f"{who} ({base}-based)" for base in ("BERT", "RoBERTa")
-                                                    for who in ("ToolRetriever", "Ours")]) + ".")
+                                                    for who in ("ToolRetriever", "Ours")])
+                 + (f". RoBERTa-class vs BERT-class, same method: {p_text(base_tests)}" if base_tests else "") + ".")
     lines.append(f"- **Embedding sizes** (Table 7, I2 sample, NDCG@5; a linear projection of {cfg.base}'s "
                  f"{resolve_model(cfg.base)[1]['dim']}-dimensional embedding): " + rows_of("7", list(X.CONDITIONS["7"]),
                                                        lambda m: m.split("=")[1].rstrip(")")) + ".")

@@ -174,6 +174,20 @@ def test_feedback_claims_on_the_paper_s_numbers_and_a_failing_run():
     c = T.claims(T.paper_values(load_paper_numbers("iterative_feedback"))).set_index("claim").holds
     assert c.iloc[[0, 1, 2, 3, 4, 5, 6, 8]].eq("yes").all() and len(c) == 9
     assert c.iloc[7] == "no"            # the paper's text: RoBERTa more effective; its Table 6: 86.75 < 87.10
+    # decided on Ours; the ToolRetrievers are evidence beside it, and their row alone decides nothing
+    base_claim = "the RoBERTa-class base beats the BERT-class one (Table 6; here mpnet vs MiniLM, ndcg@5)"
+    qs = [f"q{i}" for i in range(30)]
+    t6 = [{"table": "6", "set": "I2", "method": m, "metric": "ndcg@5", "value": sum(pq.values()) / 30, "per_query": pq,
+           "n": 30, "planned": 30} for m, pq in (("ToolRetriever (BERT-based)", dict.fromkeys(qs, 0.4)),
+                                                 ("ToolRetriever (RoBERTa-based)", dict.fromkeys(qs, 0.5)),
+                                                 ("Ours (BERT-based)", dict.fromkeys(qs, 0.3)))]
+    row = T.claims(pd.DataFrame(t6)).set_index("claim").loc[base_claim]
+    assert row.holds == "pending" and row.evidence == ("Ours: BERT-class 0.300, RoBERTa-class pending; "
+                                                       "ToolRetriever: BERT-class 0.400, RoBERTa-class 0.500")
+    t6.append({**t6[2], "method": "Ours (RoBERTa-based)", "value": 0.2, "per_query": dict.fromkeys(qs, 0.2)})
+    row = T.claims(pd.DataFrame(t6)).set_index("claim").loc[base_claim]
+    assert row.holds == "no" and row.p == "Ours (RoBERTa-based) vs Ours (BERT-based) p<0.001; " \
+                                         "ToolRetriever (RoBERTa-based) vs ToolRetriever (BERT-based) p<0.001"
     # Table 6's "with both bases": one base's whole row at or below its ToolRetriever decides it, the other pending
     both = "feedback beats the fine-tuned retriever of the same base, with both bases (Table 6, ndcg@5)"
     t6 = [{"table": "6", "set": "I2", "method": m, "metric": "ndcg@5", "value": x, "per_query": None, "n": 40,

@@ -134,6 +134,29 @@ def condition_table(values: pd.DataFrame, table: str, metrics: list[str]) -> pd.
 # The paper's claims (§5.2-5.3), read off a run's values or the paper's own tables
 # --------------------------------------------------------------------------------------------
 
+def _cell(values: pd.DataFrame, table: str, label: str, method: str, metric: str):
+    v = values[(values.table == table) & (values.set == label) & (values.method == method) & (values.metric == metric)]
+    return v.iloc[0] if len(v) else None
+
+
+def _complete(c) -> bool:
+    """the row holds its whole LLM sample (a trace still being generated gives rows with n < planned)"""
+    return not ("planned" in c.index and "n" in c.index and c.n < c.planned)
+
+
+def paired_test(values: pd.DataFrame, table: str, label: str, a: str, b: str, metric: str = "ndcg@5"):
+    """The paired randomization test (:func:`toolkit.significance.compared`) of rows ``a`` vs ``b`` of ``table`` on
+    ``label``; None unless both are complete and carry per-query values on the same queries."""
+    from toolkit.significance import compared
+    ca, cb = _cell(values, table, label, a, metric), _cell(values, table, label, b, metric)
+    if ca is None or cb is None or "per_query" not in values or not (_complete(ca) and _complete(cb)):
+        return None
+    pa, pb = ca.get("per_query"), cb.get("per_query")
+    if not isinstance(pa, dict) or not isinstance(pb, dict) or set(pa) != set(pb) or not pa:
+        return None
+    return compared(f"{a} vs {b}{' ' + label if label != 'I2' or table in '23' else ''}", pa, pb)
+
+
 def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     """The paper's claims, one row each (``holds``: yes / no, or pending while a row it rests on is missing or
     its trace is still being generated: n < planned; the reading gives such rows' values with their n),
@@ -154,30 +177,18 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     Column ``p``: the two-sided randomization p-value (:mod:`toolkit.significance`) of each paired
     comparison a verdict rests on, where both rows carry per-query values on the same queries; column
     ``tests``: the same comparisons as data (:func:`toolkit.significance.compared`)."""
-    from toolkit.significance import compared, p_text
+    from toolkit.significance import p_text
     out = []
 
     def cell(table, label, method, what=metric):
-        v = values[(values.table == table) & (values.set == label) & (values.method == method) & (values.metric == what)]
-        return v.iloc[0] if len(v) else None
-
-    def complete(c):
-        """the row holds its whole LLM sample (a trace still being generated gives rows with n < planned)"""
-        return not ("planned" in c.index and "n" in c.index and c.n < c.planned)
+        return _cell(values, table, label, method, what)
 
     def val(table, label, method, what=metric):
         c = cell(table, label, method, what)
-        return None if c is None or pd.isna(c.value) or not complete(c) else float(c.value)
+        return None if c is None or pd.isna(c.value) or not _complete(c) else float(c.value)
 
     def p_of(table, label, a, b):
-        """the paired test of rows a, b of ``table`` on ``label``; None without per-query values"""
-        ca, cb = cell(table, label, a), cell(table, label, b)
-        if ca is None or cb is None or "per_query" not in values or not (complete(ca) and complete(cb)):
-            return None
-        pa, pb = ca.get("per_query"), cb.get("per_query")
-        if not isinstance(pa, dict) or not isinstance(pb, dict) or set(pa) != set(pb) or not pa:
-            return None
-        return compared(f"{a} vs {b}{' ' + label if label != 'I2' or table in '23' else ''}", pa, pb)
+        return paired_test(values, table, label, a, b, metric)
 
     def row(claim, holds, evidence, tests=()):
         tests = [t for t in tests if t] if holds is not None else []
@@ -236,10 +247,13 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
         if all(None not in v for v in per_base.values()) else None,
         "; ".join(f"{x}-class: Ours {fmt(o)} vs ToolRetriever {fmt(t)}" for x, (o, t) in per_base.items()),
         [p_of("6", "I2", f"Ours ({x}-based)", f"ToolRetriever ({x}-based)") for x in bases])
+    # decided on Ours (the paper's text); the two ToolRetrievers, fine-tuned without feedback, are evidence beside it
     b, rb = val("6", "I2", "Ours (BERT-based)"), val("6", "I2", "Ours (RoBERTa-based)")
     row(f"the RoBERTa-class base beats the BERT-class one (Table 6; here mpnet vs MiniLM, {metric})",
-        rb > b if None not in (b, rb) else None, f"BERT-class {fmt(b)}, RoBERTa-class {fmt(rb)}",
-        [p_of("6", "I2", "Ours (RoBERTa-based)", "Ours (BERT-based)")])
+        rb > b if None not in (b, rb) else None,
+        "; ".join(f"{who}: BERT-class {fmt(val('6', 'I2', f'{who} (BERT-based)'))}, RoBERTa-class "
+                  f"{fmt(val('6', 'I2', f'{who} (RoBERTa-based)'))}" for who in ("Ours", "ToolRetriever")),
+        [p_of("6", "I2", f"{who} (RoBERTa-based)", f"{who} (BERT-based)") for who in ("Ours", "ToolRetriever")])
     # every planned size (None: missing or still being traced): "yes" needs them all; one size at or above 768
     # decides "no" before the others are traced
     from toolkit.feedback.experiment import CONDITIONS

@@ -3,6 +3,7 @@
     python -m toolkit.feedback warmup          [--profile standard]              # ToolRetriever
     python -m toolkit.feedback keep-warmup     [--profile standard]              # ... copied into data/models/
     python -m toolkit.feedback keep-model      [--profile standard]              # the trained model, likewise
+                                               [--float16]                       # ... rounded, half the size
     python -m toolkit.feedback train-feedback  [--profile standard]              # offline feedback, training
     python -m toolkit.feedback train           [--profile standard] [--condition '4:w/o warm-up']
     python -m toolkit.feedback test            [--profile standard] --group I2 [--condition '7:Ours (dim=512)']
@@ -104,7 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     p.add_argument("--group", default=None, help="test / toolretriever: I1 | I2 | I3 | UltraTool")
     p.add_argument("--condition", default=None, help="a row of Tables 4, 6, 7, e.g. '4:w/o warm-up'")
+    p.add_argument("--float16", action="store_true",
+                   help="keep-warmup / keep-model: commit the weights rounded to float16, in shards under 90 MB "
+                        "(toolkit.weights; an mpnet is 438 MB in float32); every later use is of the rounded weights")
     args = p.parse_args(argv)
+    if args.float16 and args.stage not in ("keep-warmup", "keep-model"):
+        p.error(f"--float16 is for keep-warmup and keep-model, not {args.stage}")
     cfg = parse_condition(config_for(args.profile), args.condition)
     if args.stage in ("test", "toolretriever"):
         groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
@@ -115,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.stage == "warmup":
         stages.warmup(cfg)
     elif args.stage == "keep-warmup":
-        stages.keep_warmup(cfg)
+        stages.keep_warmup(cfg, args.float16)
     elif args.stage == "keep-model":
-        stages.keep_model(cfg)
+        stages.keep_model(cfg, args.float16)
     elif args.stage == "train-feedback":
         stages.train_feedback(cfg)
     elif args.stage == "train":

@@ -70,21 +70,38 @@ def warmup(cfg) -> tuple[Path, dict]:
 
 
 def _kept(name: str) -> tuple[Path, dict] | None:
-    """The committed copy ``KEPT_DIR/<name>`` (model path, training stats) if it is complete, else None."""
+    """The committed copy ``KEPT_DIR/<name>`` (model path, training stats) if it is complete, else None. A copy
+    kept in float16 (:func:`toolkit.weights.store_float16`) is restored to float32 in the cache first, once; its
+    stats then say ``"weights": "float16-rounded"``."""
+    from toolkit import weights
     from toolkit.training import is_trained, read_stats
     kept = KEPT_DIR / name
-    return (kept / "final", read_stats(kept)) if is_trained(kept) else None
+    if not is_trained(kept):
+        return None
+    if weights.is_stored_float16(kept / "final"):
+        return (weights.restore_float32(kept / "final", models_dir() / name / "kept-float32"),
+                {**read_stats(kept), "weights": "float16-rounded"})
+    return kept / "final", read_stats(kept)
 
 
-def _keep(path: Path, name: str) -> Path:
+def _keep(path: Path, name: str, float16: bool = False) -> Path:
     """Copy the trained model at ``path`` to ``KEPT_DIR/<name>/final`` (through a temporary copy, so a killed copy
-    is never taken for a kept model)."""
+    is never taken for a kept model); ``float16``: its weights rounded to float16, half the size
+    (:mod:`toolkit.weights`: an mpnet is 438 MB in float32). Every later use, in this session too, is of the kept
+    (rounded) weights, since :func:`_kept` is looked up before the cache."""
     import shutil
+
+    from toolkit import weights
     dest = KEPT_DIR / name / "final"
     if path.resolve() != dest.resolve():
         tmp = dest.with_name("final.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(path, tmp)
+        if float16:
+            m = weights.store_float16(path, tmp)
+            _log(f"{name}: {m['tensors']} tensors rounded to float16 in {m['shards']} shards (largest rounding "
+                 f"error {m['max_abs_rounding_error']:.1e} absolute, {m['max_rel_rounding_error']:.1e} relative)")
+        else:
+            shutil.copytree(path, tmp)
         # a complete copy would have been found before training: what is here lacks train_stats.json
         shutil.rmtree(dest, ignore_errors=True)
         tmp.replace(dest)
@@ -92,15 +109,15 @@ def _keep(path: Path, name: str) -> Path:
     return dest
 
 
-def keep_warmup(cfg) -> Path:
+def keep_warmup(cfg, float16: bool = False) -> Path:
     """Copy the warm-up model (trained first if needed) into the repository's ``data/models/feedback/``, where
     :func:`warmup` finds it before the cache; commit it with the trace it continues."""
-    return _keep(warmup(cfg)[0], X.warmup_id(cfg))
+    return _keep(warmup(cfg)[0], X.warmup_id(cfg), float16)
 
 
-def keep_model(cfg) -> Path:
+def keep_model(cfg, float16: bool = False) -> Path:
     """The same for the iteration-aware model (:func:`train`), which the test traces are continued with."""
-    return _keep(train(cfg)[0], X.model_id(cfg))
+    return _keep(train(cfg)[0], X.model_id(cfg), float16)
 
 
 def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,

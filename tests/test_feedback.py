@@ -556,3 +556,49 @@ def test_stop_when_unchanged_ends_the_loop_at_the_first_unchanged_refinement():
     assert trace_values(cut, qrels, None, ["ndcg@1"])["ndcg@1"] == 1.0
     assert trace_values(traces, qrels, None, ["ndcg@1"])["ndcg@1"] == pytest.approx(1 / 3)
     assert seconds_per_instruction(cut, 3) == pytest.approx((3.0 + 1.0 + 8.0) / 3)
+
+
+def test_ours_is_not_trained_from_a_warmup_that_did_not_make_the_toolretriever_trace(tmp_path, monkeypatch):
+    """A retrained warm-up can differ from the one that made the committed ToolRetriever trace (mpnet's moved scores
+    by up to 0.0125 on another machine): iteration-aware training must not start from it."""
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback import stages, training
+    from toolkit.feedback.config import config_for
+    from toolkit.feedback.loop import Trace
+    cfg = config_for("smoke")
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
+    corpus = {f"d{i}": Document(f"d{i}", "c", "t", f"a{i}", f"tool {i}") for i in range(12)}
+    monkeypatch.setattr(X, "test_datasets", lambda c: {g: type("DS", (), {"corpus": corpus})()
+                                                       for g in ("I1", "I2", "I3", "All", "UltraTool")})
+
+    def score(q, d):
+        return round(0.5 + 0.01 * int(d[1:]) - 0.001 * int(q[1:]), 6)
+    traces = {f"q{j}": Trace(f"q{j}", [f"find tool {j}"], [{d: score(f"q{j}", d) for d in sorted(corpus, key=lambda d: -score(f"q{j}", d))[:10]}])
+              for j in range(3)}
+    X.save_traces(traces, X.toolretriever_trace_path(cfg, "I2"), {"model": X.warmup_id(cfg)})
+    indexed = []
+
+    def fake_search(shift):
+        def dense_search(model_path, docs, depth=30):
+            indexed.append(set(docs))
+            return lambda queries: {q: {d: score(q, d) + shift for d in docs} for q in queries}
+        return dense_search
+
+    monkeypatch.setattr(stages, "dense_search", fake_search(0.0))
+    stages.check_warmup_made_toolretriever(cfg, "warmup")                    # the same scores: it made the trace
+    assert indexed == [{d for tr in traces.values() for d in tr.runs[0]}]    # only the recorded tools were indexed
+    monkeypatch.setattr(stages, "dense_search", fake_search(0.01))
+    with pytest.raises(RuntimeError, match=r"smoke-toolretriever-I2.*does not reproduce.*move"):
+        stages.check_warmup_made_toolretriever(cfg, "warmup")
+    other = X.condition(cfg, "6", "Ours (RoBERTa-based)")                    # another warm-up's trace: not its own
+    stages.check_warmup_made_toolretriever(other, "warmup")
+
+    # train() runs the check before training from the warm-up, and stops there
+    monkeypatch.setattr(stages, "_kept", lambda name: None)
+    monkeypatch.setattr(stages, "train_feedback", lambda c, llm=None: X.toolretriever_trace_path(cfg, "I2"))
+    monkeypatch.setattr(stages, "warmup", lambda c: ("warmup", {}))
+    monkeypatch.setattr(training, "feedback_examples", lambda *a: [])
+    monkeypatch.setattr(training, "train_iteration_aware", lambda *a, **kw: pytest.fail("trained from the wrong warm-up"))
+    monkeypatch.setattr("toolkit.feedback.data.training_set", lambda split: type("DS", (), {"qrels": {}, "corpus": {}})())
+    with pytest.raises(RuntimeError, match="does not reproduce"):
+        stages.train(cfg)

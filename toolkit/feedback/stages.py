@@ -180,6 +180,26 @@ def check_same_retriever(done: dict, search, out: Path, meta: dict, prefix: bool
         f"{models_dir()}), or move {out.name} (and its .meta.json) aside to trace every instruction with this one.")
 
 
+def check_warmup_made_toolretriever(cfg, model_path: Path | str, n: int = 20, k: int = 10) -> None:
+    """Ours starts from the retriever the tables report as ToolRetriever (§4.3), so before iteration-aware training
+    starts from the warm-up ``model_path``, every committed ToolRetriever trace of this warm-up id must be one it
+    made: a warm-up retrained on another machine need not be bit-identical (mpnet's, retrained, moved scores by up
+    to 0.0125). :func:`check_same_retriever` on round 0 of the first ``n`` instructions, with only their recorded
+    top-``k`` tools indexed (a dense score does not depend on the rest of the corpus), a few hundred texts instead
+    of the library."""
+    tests = None
+    for group in (*X.GROUPS, *X.OUT_OF_DOMAIN):
+        out = X.toolretriever_trace_path(cfg, group)
+        if not out.is_file():
+            continue
+        tests = tests or X.test_datasets(cfg)
+        done = dict(list(X.load_traces(out).items())[:n])
+        corpus = tests[group].corpus
+        docs = {d: corpus[d] for tr in done.values() for d in list(tr.runs[0])[:k]}
+        check_same_retriever(done, dense_search(model_path, docs, depth=len(docs)), out, X.load_meta(out), prefix=False,
+                             n=n, k=k)
+
+
 def train_feedback(cfg, llm=None) -> Path:
     """Offline feedback on ``train_feedback_requests`` training instructions with the main warm-up retriever."""
     from toolkit.feedback.data import training_set
@@ -210,6 +230,8 @@ def train(cfg, llm=None) -> tuple[Path, dict]:
     train_ds = training_set("train")
     examples = feedback_examples(X.load_traces(trace), train_ds.qrels, train_ds.corpus, cfg.training)
     start = warmup(cfg)[0] if cfg.training.warmup else cfg.base
+    if cfg.training.warmup:
+        check_warmup_made_toolretriever(cfg, start)
     path, stats = train_iteration_aware(examples, models_dir() / X.model_id(cfg), str(start), cfg.training, log=_log,
                                         max_steps=cfg.warmup_max_steps)
     return path, stats

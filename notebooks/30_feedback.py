@@ -210,7 +210,11 @@ side_by_side(rec, T.PAPER, "2")
 # (`toolkit.feedback.loop.stop_when_unchanged`; exact from the traces: the paper's loop stops only at "N/A", so an
 # unchanged instruction is retrieved again under the next "Iteration t" prefix). Table 6: MiniLM in place of BERT-base, mpnet in place of
 # RoBERTa-base — mpnet trains ~5x slower than MiniLM on this CPU, so its warm-up uses a seeded sample of pairs
-# (`toolkit.feedback.experiment.CONDITIONS`). Table 7: a linear projection after the encoder's pooling to each size,
+# (`toolkit.feedback.experiment.CONDITIONS`), and its models are kept in the repository with their weights rounded to
+# float16 (`python -m toolkit.feedback keep-warmup --float16`, `toolkit.weights`: in float32 one is more than a
+# submission may add) and restored to float32 for use: the traces named below were made with the rounded weights,
+# and Ours (RoBERTa-based) is trained from the very warm-up that made its ToolRetriever row
+# (`stages.check_warmup_made_toolretriever`). Table 7: a linear projection after the encoder's pooling to each size,
 # initialised at random and trained with the rest. The paper's BERT-base gives 768 dimensions; MiniLM gives fewer
 # (printed below), so a projection to a larger size adds parameters but not rank: every embedding stays in a
 # subspace of MiniLM's own size. Table 7 here asks whether such a layer, trained this briefly, helps or hurts.
@@ -223,6 +227,8 @@ if i2_meta and i2_meta.get("wall_s"):
     rec.extra["i2_machine_seconds_per_instruction"] = i2_meta["wall_s"] / i2_meta["queries"]
     print(f"machine time per I2 instruction (the trace's generation wall time / its {i2_meta['queries']} instructions, "
           f"all rounds and retrieval): {rec.extra['i2_machine_seconds_per_instruction']:.1f} s")
+rounded = {m["model"]: m["weights"] for m in extra["traces"].values() if m.get("weights")}
+print("traces made with float16-rounded weights: " + (", ".join(sorted(rounded)) or "none"))
 from toolkit.retrieval.models import resolve_model  # noqa: E402
 
 print(f"{cfg.base}'s own embedding size: {resolve_model(cfg.base)[1]['dim']} (Table 7 projects it to "

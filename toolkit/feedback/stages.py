@@ -8,7 +8,8 @@ model that a committed trace is still being continued with (the warm-up during t
 iteration-aware model during the test traces): ``keep-warmup`` / ``keep-model`` copy it to
 ``data/models/feedback/``, so a fresh machine resumes with those very weights instead of retraining them
 (``train_stats.json`` beside them says for how long) into weights that need not be bit-identical
-(:func:`check_same_retriever`)."""
+(:func:`check_same_retriever`). ``--float16`` keeps them rounded to float16 in shards (:mod:`toolkit.weights`: an
+mpnet is 438 MB in float32, more than one submission may add); from then on every use is of the rounded weights."""
 from __future__ import annotations
 
 import time

@@ -184,8 +184,8 @@ def check_same_retriever(done: dict, search, out: Path, meta: dict, prefix: bool
 def check_warmup_made_toolretriever(cfg, model_path: Path | str, n: int = 20, k: int = 10) -> None:
     """Ours starts from the retriever the tables report as ToolRetriever (§4.3), so before iteration-aware training
     starts from the warm-up ``model_path``, every committed ToolRetriever trace of this warm-up id must be one it
-    made: a warm-up retrained on another machine need not be bit-identical (mpnet's, retrained, moved scores by up
-    to 0.0125). :func:`check_same_retriever` on round 0 of the first ``n`` instructions, with only their recorded
+    made: a warm-up retrained on another machine need not be bit-identical (mpnet's, with the same seed and pairs,
+    ended at loss 1.2677 here and 1.2705 for the one that made the committed I2 trace: their train_stats). :func:`check_same_retriever` on round 0 of the first ``n`` instructions, with only their recorded
     top-``k`` tools indexed (a dense score does not depend on the rest of the corpus), a few hundred texts instead
     of the library."""
     tests = None

@@ -25,21 +25,17 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=40)
     p.add_argument("--k", type=int, default=10)
     args = p.parse_args()
-    from sentence_transformers import SentenceTransformer
-
     from toolkit.feedback import experiment as X
+    from toolkit.feedback import stages
     from toolkit.feedback.config import config_for
     traces = list(X.load_traces(Path(args.trace)).values())[:args.queries]
     corpus = X.test_datasets(config_for("standard"))[args.group].corpus
-    queries = [t.instructions[0] for t in traces]
-    docs = sorted({d for t in traces for d in list(t.runs[0])[:args.k]})
-    pos = {d: i for i, d in enumerate(docs)}
+    docs = {d: corpus[d] for t in traces for d in list(t.runs[0])[:args.k]}
+    queries = {t.qid: t.instructions[0] for t in traces}
     scores = {}
     for name, path in (("float32", args.float32), ("rounded", args.rounded)):
-        m = SentenceTransformer(path, device="cpu")
-        q = m.encode(queries, normalize_embeddings=True, batch_size=32)
-        e = m.encode([corpus[d].text for d in docs], normalize_embeddings=True, batch_size=32, show_progress_bar=True)
-        scores[name] = [{d: float(q[i] @ e[pos[d]]) for d in list(t.runs[0])[:args.k]} for i, t in enumerate(traces)]
+        run = stages.dense_search(path, docs, depth=len(docs))(queries)    # a dense score ignores the rest of the corpus
+        scores[name] = [{d: run[t.qid][d] for d in list(t.runs[0])[:args.k]} for t in traces]
     diffs = np.array([abs(a[d] - b[d]) for a, b in zip(scores["float32"], scores["rounded"]) for d in a])
     order = sum(sorted(a, key=a.get, reverse=True) == sorted(b, key=b.get, reverse=True)
                 for a, b in zip(scores["float32"], scores["rounded"]))

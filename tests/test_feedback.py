@@ -595,6 +595,7 @@ def test_ours_is_not_trained_from_a_warmup_that_did_not_make_the_toolretriever_t
 
     # train() runs the check before training from the warm-up, and stops there
     monkeypatch.setattr(stages, "_kept", lambda name: None)
+    monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "cache")     # nothing trained yet
     monkeypatch.setattr(stages, "train_feedback", lambda c, llm=None: X.toolretriever_trace_path(cfg, "I2"))
     monkeypatch.setattr(stages, "warmup", lambda c: ("warmup", {}))
     monkeypatch.setattr(training, "feedback_examples", lambda *a: [])

@@ -185,8 +185,9 @@ def check_warmup_made_toolretriever(cfg, model_path: Path | str, n: int = 20, k:
     """Ours starts from the retriever the tables report as ToolRetriever (§4.3), so before iteration-aware training
     starts from the warm-up ``model_path``, every committed ToolRetriever trace of this warm-up id must be one it
     made: a warm-up retrained on another machine need not be bit-identical (mpnet's, with the same seed and pairs,
-    ended at loss 1.2677 here and 1.2705 for the one that made the committed I2 trace: their train_stats). :func:`check_same_retriever` on round 0 of the first ``n`` instructions, with only their recorded
-    top-``k`` tools indexed (a dense score does not depend on the rest of the corpus), a few hundred texts instead
+    ended at loss 1.2677 here and 1.2705 for the one that made the committed I2 trace: their train_stats).
+    :func:`check_same_retriever` on round 0 of the first ``n`` instructions, with only their recorded top-``k``
+    tools indexed (a dense score does not depend on the rest of the corpus), a few hundred texts instead
     of the library."""
     tests = None
     for group in (*X.GROUPS, *X.OUT_OF_DOMAIN):
@@ -225,13 +226,14 @@ def train(cfg, llm=None) -> tuple[Path, dict]:
     """Iteration-aware training (Eqs. 5-6) on the training trace, from the warm-up model or the base encoder."""
     from toolkit.feedback.data import training_set
     from toolkit.feedback.training import feedback_examples, train_iteration_aware
+    from toolkit.training import is_trained
     if kept := _kept(X.model_id(cfg)):
         return kept
     trace = train_feedback(cfg, llm)
     train_ds = training_set("train")
     examples = feedback_examples(X.load_traces(trace), train_ds.qrels, train_ds.corpus, cfg.training)
     start = warmup(cfg)[0] if cfg.training.warmup else cfg.base
-    if cfg.training.warmup:
+    if cfg.training.warmup and not is_trained(models_dir() / X.model_id(cfg)):    # not on every resumed test trace
         check_warmup_made_toolretriever(cfg, start)
     path, stats = train_iteration_aware(examples, models_dir() / X.model_id(cfg), str(start), cfg.training, log=_log,
                                         max_steps=cfg.warmup_max_steps)

@@ -185,7 +185,7 @@ def check_warmup_made_toolretriever(cfg, model_path: Path | str, n: int = 20, k:
     """Ours starts from the retriever the tables report as ToolRetriever (§4.3), so before iteration-aware training
     starts from the warm-up ``model_path``, every committed ToolRetriever trace of this warm-up id must be one it
     made: a warm-up retrained on another machine need not be bit-identical (mpnet's, with the same seed and pairs,
-    ended at loss 1.2677 here and 1.2705 for the one that made the committed I2 trace: their train_stats).
+    ended at loss 1.2677 on one machine and 1.2705 on another; the I2 trace of the latter was re-made in ff29c16).
     :func:`check_same_retriever` on round 0 of the first ``n`` instructions, with only their recorded top-``k``
     tools indexed (a dense score does not depend on the rest of the corpus), a few hundred texts instead
     of the library."""

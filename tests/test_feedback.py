@@ -603,3 +603,10 @@ def test_ours_is_not_trained_from_a_warmup_that_did_not_make_the_toolretriever_t
     monkeypatch.setattr("toolkit.feedback.data.training_set", lambda split: type("DS", (), {"qrels": {}, "corpus": {}})())
     with pytest.raises(RuntimeError, match="does not reproduce"):
         stages.train(cfg)
+
+    # a model already trained in the cache is returned as it is: no examples built, no check run again
+    done = tmp_path / "cache" / X.model_id(cfg) / "final"
+    done.mkdir(parents=True)
+    (done / "train_stats.json").write_text('{"steps": 5}')
+    monkeypatch.setattr(stages, "train_feedback", lambda c, llm=None: pytest.fail("examples rebuilt for a trained model"))
+    assert stages.train(cfg) == (done, {"steps": 5})

@@ -226,18 +226,19 @@ def train(cfg, llm=None) -> tuple[Path, dict]:
     """Iteration-aware training (Eqs. 5-6) on the training trace, from the warm-up model or the base encoder."""
     from toolkit.feedback.data import training_set
     from toolkit.feedback.training import feedback_examples, train_iteration_aware
-    from toolkit.training import is_trained
+    from toolkit.training import is_trained, read_stats
     if kept := _kept(X.model_id(cfg)):
         return kept
+    out_dir = models_dir() / X.model_id(cfg)
+    if is_trained(out_dir):    # a resumed test trace: no examples to build, no warm-up to check again
+        return out_dir / "final", read_stats(out_dir)
     trace = train_feedback(cfg, llm)
     train_ds = training_set("train")
     examples = feedback_examples(X.load_traces(trace), train_ds.qrels, train_ds.corpus, cfg.training)
     start = warmup(cfg)[0] if cfg.training.warmup else cfg.base
-    if cfg.training.warmup and not is_trained(models_dir() / X.model_id(cfg)):    # not on every resumed test trace
+    if cfg.training.warmup:
         check_warmup_made_toolretriever(cfg, start)
-    path, stats = train_iteration_aware(examples, models_dir() / X.model_id(cfg), str(start), cfg.training, log=_log,
-                                        max_steps=cfg.warmup_max_steps)
-    return path, stats
+    return train_iteration_aware(examples, out_dir, str(start), cfg.training, log=_log, max_steps=cfg.warmup_max_steps)
 
 
 def test(cfg, group: str, n: int | None, llm=None) -> Path:

@@ -63,21 +63,21 @@ def store_float16(src: Path, dest: Path, shard_bytes: int = SHARD_BYTES) -> dict
         if normal.any():
             max_rel = max(max_rel, float((err[normal] / t.abs()[normal]).max()))
         half[k] = h.contiguous()
+    nbytes = {k: t.numel() * t.element_size() for k, t in half.items()}
     shards, size = [[]], 0
     for k in sorted(half):
-        n = half[k].numel() * half[k].element_size()
-        if shards[-1] and size + n > shard_bytes:
+        if shards[-1] and size + nbytes[k] > shard_bytes:
             shards.append([])
             size = 0
         shards[-1].append(k)
-        size += n
+        size += nbytes[k]
     dest.mkdir(parents=True, exist_ok=True)
     weight_map = {}
     for i, keys in enumerate(shards, 1):
         name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
         save_file({k: half[k] for k in keys}, str(dest / name), metadata={"format": "pt"})
         weight_map.update({k: name for k in keys})
-    total = sum(t.numel() * t.element_size() for t in half.values())
+    total = sum(nbytes.values())
     (dest / INDEX).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1) + "\n")
     _copy_others(src, dest)
     manifest = {"dtype": "float16", "from": "float32", "tensors": len(half), "shards": len(shards),

@@ -227,7 +227,7 @@ if i2_meta and i2_meta.get("wall_s"):
     rec.extra["i2_machine_seconds_per_instruction"] = i2_meta["wall_s"] / i2_meta["queries"]
     print(f"machine time per I2 instruction (the trace's generation wall time / its {i2_meta['queries']} instructions, "
           f"all rounds and retrieval): {rec.extra['i2_machine_seconds_per_instruction']:.1f} s")
-rounded = {m["model"]: m["weights"] for m in extra["traces"].values() if m.get("weights")}
+rounded = {m["model"] for m in extra["traces"].values() if m.get("weights")}
 print("traces made with float16-rounded weights: " + (", ".join(sorted(rounded)) or "none"))
 from toolkit.retrieval.models import resolve_model  # noqa: E402
 

@@ -84,16 +84,20 @@ def print_status(cfg) -> None:
     progress = B.progress(cfg, tests)
     print(f"30_feedback ({cfg.profile}): LLM {cfg.llm}, {cfg.llm_slots or 1} slot(s)")
     print(progress.to_string())
+    left = (progress.planned - progress.traced).clip(lower=0).to_dict()
+    left_n = int(sum(left.values()))
+    done = progress[progress["wall h"] > 0]
+    rate = done["wall h"].sum() * 3600 / done.traced.sum() if len(done) else None  # all rounds, retrieval, N/A stops
+    if left_n == 0:
+        print(f"nothing left: all {int(progress.planned.sum()):,} planned instructions are traced"
+              + (f", {done['wall h'].sum():.1f} h of generation at {rate:.0f} s per instruction" if rate else ""))
+        return
     rec = B.bench_record(B.load_bench(), cfg)
     if rec is not None:
         s = rec["variants"]["chat"]["seconds per round"]
-        left = (progress.planned - progress.traced).clip(lower=0).to_dict()
-        print(f"left: {sum(left.values()):,} instructions, <= {B.plan_hours(left, cfg.training.rounds, s):.1f} h at "
+        print(f"left: {left_n:,} instructions, <= {B.plan_hours(left, cfg.training.rounds, s):.1f} h at "
               f"{s} s per round (benchmark of {rec['measured']})")
-    done = progress[progress["wall h"] > 0]
-    if len(done):
-        rate = done["wall h"].sum() * 3600 / done.traced.sum()       # all rounds, retrieval and N/A stops included
-        left_n = int((progress.planned - progress.traced).clip(lower=0).sum())
+    if rate is not None:
         print(f"measured so far: {rate:.0f} s per instruction over {int(done.traced.sum()):,} traced -> "
               f"~{left_n * rate / 3600:.1f} h for the {left_n:,} left at that rate (the traces' wall time: a run "
               f"killed mid-chunk loses that chunk's time, and cached answers are served free, so a lower bound)")

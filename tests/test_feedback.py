@@ -529,6 +529,7 @@ def test_a_kept_iteration_aware_model_is_used_before_training(tmp_path, monkeypa
     assert kept == tmp_path / "kept" / X.model_id(cfg) / "final" and (kept / "model.safetensors").read_bytes() == b"weights"
     monkeypatch.undo()
     monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
+    monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "models")    # nothing trained in this cache
 
     def no_training(*a, **kw):
         raise AssertionError("trained although a kept model exists")

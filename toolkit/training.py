@@ -55,6 +55,11 @@ def read_stats(directory: Path) -> dict:
     return json.loads((Path(directory) / "final" / "train_stats.json").read_text())
 
 
+def trained(directory: Path) -> tuple[Path, dict] | None:
+    """(``directory/final``, its train stats) if a training run finished there, else None."""
+    return (Path(directory) / "final", read_stats(directory)) if is_trained(directory) else None
+
+
 def write_stats(directory: Path, stats: dict) -> None:
     (Path(directory) / "final" / "train_stats.json").write_text(json.dumps(stats, indent=1) + "\n")
 

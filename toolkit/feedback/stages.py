@@ -75,14 +75,13 @@ def _kept(name: str) -> tuple[Path, dict] | None:
     kept in float16 (:func:`toolkit.weights.store_float16`) is restored to float32 in the cache first, once; its
     stats then say ``"weights": "float16-rounded"``."""
     from toolkit import weights
-    from toolkit.training import is_trained, read_stats
-    kept = KEPT_DIR / name
-    if not is_trained(kept):
+    from toolkit.training import trained
+    if not (kept := trained(KEPT_DIR / name)):
         return None
-    if weights.is_stored_float16(kept / "final"):
-        return (weights.restore_float32(kept / "final", models_dir() / name / "kept-float32"),
-                {**read_stats(kept), "weights": "float16-rounded"})
-    return kept / "final", read_stats(kept)
+    path, stats = kept
+    if weights.is_stored_float16(path):
+        return weights.restore_float32(path, models_dir() / name / "kept-float32"), {**stats, "weights": "float16-rounded"}
+    return kept
 
 
 def _keep(path: Path, name: str, float16: bool = False) -> Path:
@@ -226,12 +225,12 @@ def train(cfg, llm=None) -> tuple[Path, dict]:
     """Iteration-aware training (Eqs. 5-6) on the training trace, from the warm-up model or the base encoder."""
     from toolkit.feedback.data import training_set
     from toolkit.feedback.training import feedback_examples, train_iteration_aware
-    from toolkit.training import is_trained, read_stats
+    from toolkit.training import trained
     if kept := _kept(X.model_id(cfg)):
         return kept
     out_dir = models_dir() / X.model_id(cfg)
-    if is_trained(out_dir):    # a resumed test trace: no examples to build, no warm-up to check again
-        return out_dir / "final", read_stats(out_dir)
+    if done := trained(out_dir):    # a resumed test trace: no examples to build, no warm-up to check again
+        return done
     trace = train_feedback(cfg, llm)
     train_ds = training_set("train")
     examples = feedback_examples(X.load_traces(trace), train_ds.qrels, train_ds.corpus, cfg.training)

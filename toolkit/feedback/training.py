@@ -117,10 +117,10 @@ def train_iteration_aware(examples: list[Example], out_dir: Path, base: str, cfg
     """Fine-tune ``base`` (a registry name or a saved SentenceTransformer, e.g. the warm-up model) on
     ``examples``; batches never repeat a query or a positive (they would be false in-batch negatives)."""
     from toolkit.toolrerank.dual_encoder import load_base_encoder
-    from toolkit.training import batches_no_duplicates, is_trained, read_stats, train_loop, write_stats
+    from toolkit.training import batches_no_duplicates, train_loop, trained, write_stats
     out_dir = Path(out_dir)
-    if is_trained(out_dir):
-        return out_dir / "final", read_stats(out_dir)
+    if done := trained(out_dir):
+        return done
     model = load_base_encoder(base, cfg.max_seq_length)
     if cfg.embedding_size:
         from sentence_transformers import models

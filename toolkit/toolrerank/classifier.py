@@ -12,7 +12,7 @@ from pathlib import Path
 from toolkit.data.contract import RetrievalDataset
 
 from .splits import is_single_tool
-from toolkit.training import (batches_no_duplicates, epoch_batches, is_trained, read_stats, set_threads, train_loop,
+from toolkit.training import (batches_no_duplicates, epoch_batches, set_threads, train_loop, trained,
                               write_stats)
 
 
@@ -32,8 +32,8 @@ def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str =
     """Fine-tune a single/multi-tool classifier on (query, 1 if single-tool) examples; ``dev_eval(predict)``
     scores it after every epoch (``predict(texts)`` -> 1/0 labels) and the best epoch is kept."""
     out_dir = Path(out_dir)
-    if is_trained(out_dir):
-        return out_dir / "final", read_stats(out_dir)
+    if done := trained(out_dir):
+        return done
     set_threads(threads)
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer

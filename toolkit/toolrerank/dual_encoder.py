@@ -16,7 +16,7 @@ from pathlib import Path
 
 from toolkit.data.contract import RetrievalDataset
 from toolkit.paths import portable
-from toolkit.training import batches_no_duplicates, epoch_batches, is_trained, set_threads, train_loop, write_stats
+from toolkit.training import batches_no_duplicates, epoch_batches, set_threads, train_loop, trained, write_stats
 
 
 def positive_pairs(ds: RetrievalDataset, per_query: int = 0, seed: int = 0) -> list[tuple[str, str]]:
@@ -67,9 +67,8 @@ def train_dual_encoder(pairs: list[tuple[str, str]], out_dir: Path, base: str = 
     reused -- its name must carry ``min_batch`` when it is not 2."""
     out_dir = Path(out_dir)
     min_batch = max(2, min_batch)
-    if is_trained(out_dir):
-        from toolkit.training import read_stats
-        return out_dir / "final", read_stats(out_dir)
+    if done := trained(out_dir):
+        return done
     set_threads(threads)
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     model = load_base_encoder(base, max_seq_length)

@@ -309,11 +309,11 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     from dataclasses import replace
 
     from toolkit.retrieval import build_retriever
-    from toolkit.training import is_trained, read_stats
+    from toolkit.training import trained
     t = time.perf_counter()
     out = root / setup.reranker_dir
-    if is_trained(out):
-        return out / "final", read_stats(out)
+    if done := trained(out):
+        return done
     train = split.train
     base, source, rounds = setup.base, setup.ce_neg_source, []
     if setup.ce_rounds > 1:

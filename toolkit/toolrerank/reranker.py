@@ -15,7 +15,7 @@ from typing import Mapping
 
 from toolkit.data.contract import RetrievalDataset
 
-from toolkit.training import (batches_no_duplicates, epoch_batches, is_trained, read_stats, set_threads, train_loop,
+from toolkit.training import (batches_no_duplicates, epoch_batches, set_threads, train_loop, trained,
                               write_stats)
 
 
@@ -55,8 +55,8 @@ def train_cross_encoder(pairs: list[tuple[str, str, float]], out_dir: Path, base
     """Fine-tune a cross-encoder on (query, API text, label) pairs; ``dev_eval(score)`` scores it after
     every epoch (``score(pairs)`` -> relevance scores) and the best epoch is kept."""
     out_dir = Path(out_dir)
-    if is_trained(out_dir):
-        return out_dir / "final", read_stats(out_dir)
+    if done := trained(out_dir):
+        return done
     set_threads(threads)
     import torch
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss

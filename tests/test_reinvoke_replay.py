@@ -61,7 +61,9 @@ def test_replay_reproduces_the_standard_slice(monkeypatch):
     sets = {name: E.EvalSet(ds, ds)}
     for bb in p["backbones"]:
         assert G.client("intents", "standard", model=bb).mode == "replay"
-    gens = {bb: E.load_generations(sets, bb, "standard", m=p["m"]) for bb in p["backbones"]}
+    cfg = _config(data)
+    gens = {bb: E.load_generations(sets, bb, "standard", m=p["m"], queries_task=cfg.queries_task)
+            for bb in p["backbones"]}
     for method, want in check["values"].items():
         bb = re.search(r"\[(.+)\]", method)
         g = gens[bb.group(1) if bb else p["backbones"][0]]
@@ -81,7 +83,8 @@ def test_replay_check_fails_on_a_changed_cache_answer(monkeypatch, tmp_path):
         pytest.skip("no intent-based condition in the replay check")
     name = check["dataset"]
     ds = E.eval_sets(_config(data), datasets=[name])[name].llm.subset(check["qids"])
-    g = E.load_generations({name: E.EvalSet(ds, ds)}, p["backbones"][0], "standard", m=p["m"])
+    g = E.load_generations({name: E.EvalSet(ds, ds)}, p["backbones"][0], "standard", m=p["m"],
+                           queries_task=_config(data).queries_task)
     g.intents[name] = {q: ["zzzz unrelated words"] for q in g.intents[name]}
     got = evaluate(_run(method, ds, g, name, p["m"]), ds.qrels, [check["metric"]], per_query=True,
                    ties=check["ties"])[check["metric"]]

@@ -18,8 +18,11 @@ class ReinvokeConfig:
     backbones: tuple[str, ...] = ("qwen-1.5b", "qwen-0.5b")   # read from the cache; the first is recorded
                                                        # under the paper's main rows (text-bison@001 there)
     m: int = 10                                        # synthetic queries per tool (paper: 10)
-    m_toolbench: int | None = 1                        # ... per API on the ToolBench pools (2,490 APIs; 1 fits
-                                                       # 2 CPU cores); None: as m (paper)
+    m_toolbench: int | None = 5                        # ... per API on the ToolBench pools (2,490 APIs); None: as m
+    queries_task_toole: str = "synthetic-queries-nostop"   # the query generator's cached answers on ToolE: the
+                                                       # first generation (no stop strings); paper: "synthetic-queries"
+    queries_task_toolbench: str = "synthetic-queries"  # ... on the ToolBench pools: answers that stop where the
+                                                       # query ends (toolkit.llm.tasks.SYNTHETIC_QUERY_STOP)
     toole_single_sample: int | None = 1000             # ToolE single-tool queries for the LLM methods (None: all 20,550)
     smoke_queries: int = 12                            # smoke: queries per dataset (ToolE single/multi, ToolBench I3)
     toolbench_corpus: str = "pool"                     # pool | library
@@ -40,6 +43,9 @@ class ReinvokeConfig:
             raise ValueError(f"20_reinvoke parameter backbones must name at least one LLM, got {self.backbones!r}")
         if self.toolbench_corpus not in ("pool", "library"):
             raise ValueError(f"20_reinvoke parameter toolbench_corpus must be pool or library, got {self.toolbench_corpus!r}")
+        for name in ("queries_task_toole", "queries_task_toolbench"):
+            if getattr(self, name) not in QUERY_TASKS:
+                raise ValueError(f"20_reinvoke parameter {name} must be one of {QUERY_TASKS}, got {getattr(self, name)!r}")
         if self.ties not in ("sklearn", "trec"):
             raise ValueError(f"20_reinvoke parameter ties must be sklearn or trec, got {self.ties!r}")
 
@@ -47,15 +53,23 @@ class ReinvokeConfig:
     def main_backbone(self) -> str:
         return self.backbones[0]
 
+    def queries_task(self, dataset: str) -> str:
+        """The synthetic-query task (cache sampling) whose answers expand ``dataset``'s tools."""
+        return self.queries_task_toolbench if dataset.startswith("toolbench") else self.queries_task_toole
+
+
+QUERY_TASKS = ("synthetic-queries", "synthetic-queries-nostop")   # toolkit.llm.tasks
+
 
 PROFILE_NAMES = ("smoke", "standard", "paper")
 PROFILES = {
     # a dozen queries per ToolE set and ToolBench I3, answers replayed from the committed caches
     "smoke": ReinvokeConfig(profile="smoke"),
-    # every query (ToolE single-tool: a 1,000-query sample for the LLM methods), m = 1 on the ToolBench pools
+    # every query (ToolE single-tool: a 1,000-query sample for the LLM methods), m = 5 on the ToolBench pools
     "standard": ReinvokeConfig(profile="standard"),
     # the paper's sizes: every ToolE query, m = 10 everywhere, the whole library as ToolBench corpus
-    "paper": ReinvokeConfig(profile="paper", m_toolbench=None, toole_single_sample=None, toolbench_corpus="library"),
+    "paper": ReinvokeConfig(profile="paper", m_toolbench=None, toole_single_sample=None, toolbench_corpus="library",
+                            queries_task_toole="synthetic-queries"),
 }
 
 

@@ -111,31 +111,42 @@ class Generations:
         return pd.DataFrame(rows).set_index(["dataset", "backbone"])
 
 
-def load_generations(sets: Mapping[str, EvalSet], backbone: str, profile: str, m: int = 10) -> Generations:
-    """Replay (``partial``) the three Re-Invoke tasks for ``backbone`` over the evaluation sets."""
+def load_generations(sets: Mapping[str, EvalSet], backbone: str, profile: str, m: int = 10,
+                     queries_task: Callable[[str], str] = lambda name: "synthetic-queries") -> Generations:
+    """Replay (``partial``) the three Re-Invoke tasks for ``backbone`` over the evaluation sets; a set's synthetic
+    queries are read under ``queries_task(dataset)`` (``ReinvokeConfig.queries_task``: with or without stop
+    strings)."""
+    from toolkit.llm.tasks import get_task
     gen = Generations(backbone)
-    llm_i, llm_h, llm_q = (G.client(t, profile, model=backbone) for t in ("intents", "hyde", "synthetic-queries"))
+    llm_i, llm_h = (G.client(t, profile, model=backbone) for t in ("intents", "hyde"))
     for name, s in sets.items():
         q = s.llm.query_texts()
         gen.intents[name] = G.intents(q, llm_i, partial=True)
         gen.hyde[name] = G.hyde_documents(q, llm_h, partial=True)
-        gen.samples[name] = G.synthetic_query_samples(s.llm.corpus, llm_q, m=m, partial=True)
+        task = get_task(queries_task(name))
+        gen.samples[name] = G.synthetic_query_samples(s.llm.corpus, G.client(task, profile, model=backbone), m=m,
+                                                      partial=True, task=task)
     return gen
 
 
-def generation_time(backbone: str, tasks=("intents", "synthetic-queries", "hyde")) -> pd.DataFrame:
-    """Answers, completion tokens and summed call time (s) in each task's cache file for ``backbone``.
-    Calls ran ``--parallel`` at a time, so the sum of call times exceeds the wall time; the notebook
-    states the measured wall times."""
+def generation_time(backbone: str, tasks=("intents", "synthetic-queries", "synthetic-queries-nostop", "hyde")
+                    ) -> pd.DataFrame:
+    """Answers, completion tokens, summed call time (s) and answers cut at the token cap (count and share) of each
+    task's sampling in its cache file for ``backbone`` (the two synthetic-query tasks share one file and differ
+    in their stop strings). Calls ran ``--parallel`` at a time, so the sum of call times exceeds the wall time."""
+    from toolkit.llm.tasks import get_task
     rows = []
     for t in tasks:
+        task = get_task(t)
         cache = G.client(t, "standard", model=backbone).cache()
         cache.refresh()
-        ans = list(cache.answers())
+        key = task.sampling.key()
+        ans = [a for a in cache.answers() if a.get("sampling") == key]
+        capped = sum(a.get("fin") == "length" for a in ans)
         rows.append({"task": t, "backbone": backbone, "answers": len(ans),
                      "completion tokens": sum(a.get("ntok") or 0 for a in ans),
                      "call time (s)": round(sum(a.get("ms") or 0 for a in ans) / 1000, 1),
-                     "capped at max_tokens": sum(a.get("fin") == "length" for a in ans)})
+                     "capped at max_tokens": capped, "capped share": capped / len(ans) if ans else float("nan")})
     return pd.DataFrame(rows).set_index(["task", "backbone"])
 
 

@@ -317,8 +317,11 @@ def test_client_for_profile(tmp_path, monkeypatch):
     monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
     assert client_for_profile("smoke", "qwen-1.5b", cache_root=tmp_path).mode == "replay"
     assert client_for_profile("standard", "qwen-1.5b", cache_root=tmp_path).mode == "replay"
-    monkeypatch.setenv("TOOLKIT_LLM_BACKEND", "echo")
-    assert client_for_profile("standard", "qwen-1.5b", cache_root=tmp_path).mode == "live"
+    monkeypatch.setenv("TOOLKIT_LLM_BACKEND", "echo")    # a leftover variable must not write echo numbers as results
+    for profile in ("smoke", "standard"):
+        with pytest.raises(LLMError, match="TOOLKIT_LLM_BACKEND=echo"):
+            client_for_profile(profile, "qwen-1.5b", cache_root=tmp_path)
+    assert client_for_profile("paper", "qwen-1.5b", cache_root=tmp_path).mode == "live"
     with pytest.raises(ValueError, match="profile"):
         client_for_profile("fast", "qwen-1.5b")
 

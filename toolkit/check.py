@@ -95,6 +95,15 @@ def check(notebook: str, profile: str, tolerance: float = 1e-6, root: Path | Non
     return out
 
 
+def input_problems(notebook: str, profile: str, root: Path | None = None) -> list[str]:
+    """:func:`toolkit.provenance.problems` of the inputs and LLM clients ``results/<notebook>/<profile>.json``
+    recorded (a run from before inputs were recorded has none to verify)."""
+    from .provenance import problems
+    path = (root or results_dir()) / notebook / f"{profile}.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return problems(doc.get("inputs"), doc.get("llm"))
+
+
 def notebooks_with_expected(profile: str) -> list[str]:
     return sorted(p.parent.name for p in EXPECTED.glob(f"*/{profile}.yaml"))
 
@@ -135,6 +144,10 @@ def run(args, stream=None) -> int:
     for nb in names:
         rows = check(nb, args.profile, args.tolerance)
         nbad = sum(s != "OK" for s, *_ in rows)
+        # the committed inputs the run read (sha256) and its LLM backends: a number is only as good as what it read
+        for msg in input_problems(nb, args.profile):
+            print(f"{'INPUT':<8}{nb}: {msg}", file=stream)
+            nbad += 1
         bad += nbad
         for status, key, e, o in rows:
             if status == "OK" and args.quiet:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from . import provenance
 from .paths import REPO, figures_dir, results_dir
 
 PROFILES = ("smoke", "standard", "paper")
@@ -89,7 +90,9 @@ class Recorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = {"notebook": self.notebook, "profile": self.profile, "parameters": self.parameters,
                    "versions": versions(), "git_revision": git_revision(),
-                   "seconds": round(time.time() - self.started, 1), "cells": self.cells, **self.extra}
+                   "seconds": round(time.time() - self.started, 1), "cells": self.cells, **self.extra,
+                   # what the numbers rest on: committed inputs with their sha256, and the LLM backends (check verifies)
+                   "inputs": provenance.inputs(), "llm": provenance.llm_clients()}
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
         tmp.replace(self.path)

@@ -127,17 +127,26 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     prepare_kernel_env()
     marker = out.with_suffix(".failed")
+    # executed into a scratch copy that replaces the stored notebook only when the run succeeds: a failed run
+    # never overwrites a committed executed notebook
+    running = out.with_name(f"{out.stem}.running.ipynb")
+    failed_copy = out.with_name(f"{out.stem}.failed.ipynb")
     try:
-        pm.execute_notebook(str(path), str(out), parameters={"profile": profile, **params}, kernel_name="python3",
+        pm.execute_notebook(str(path), str(running), parameters={"profile": profile, **params}, kernel_name="python3",
                             cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output,
                             request_save_on_cell_execute=False)
     except Exception as e:
-        # the executed copy shows the failure; the JSON beside it is the previous good run: mark it
-        # so that whoever reads it (compare) says so
+        # the failed copy shows the failure; the JSON and notebook beside it are the previous good run: mark
+        # them so that whoever reads them (compare, check) says so
+        if running.is_file():
+            running.replace(failed_copy)
         msg = str(e).strip().splitlines()
-        marker.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {type(e).__name__}: {msg[-1] if msg else ''}\n")
+        marker.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {type(e).__name__}: {msg[-1] if msg else ''} "
+                          f"(executed copy: {failed_copy.name})\n")
         raise
+    running.replace(out)
     marker.unlink(missing_ok=True)
+    failed_copy.unlink(missing_ok=True)
     return out
 
 

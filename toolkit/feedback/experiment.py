@@ -133,16 +133,25 @@ def meta_path(path: Path) -> Path:
 
 
 def load_traces(path: Path) -> dict[str, Trace]:
-    out = {}
+    """The traces of a trace file by qid. A line that is not a trace, or a second line for a qid already read (an
+    edited or concatenated file: which of the two is the run's cannot be told), is an error naming both lines."""
+    from toolkit import provenance
+    out, line_of = {}, {}
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             try:
                 r = json.loads(line)
-                out[r["qid"]] = Trace(r["qid"], r["instructions"], [dict(x) for x in r["runs"]], [], r["seconds"],
-                                      r.get("answers", []))
+                tr = Trace(r["qid"], r["instructions"], [dict(x) for x in r["runs"]], [], r["seconds"],
+                           r.get("answers", []))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
                 raise ValueError(f"{path}:{lineno}: not a feedback trace line ({e}); delete the file and rerun "
                                  f"its stage to regenerate it") from e
+            if tr.qid in out:
+                raise ValueError(f"{path}:{lineno}: a second trace for instruction {tr.qid!r} (the first is on line "
+                                 f"{line_of[tr.qid]}); a trace file holds one line per instruction. Restore the "
+                                 f"committed file (git checkout -- {path}) or delete the wrong line")
+            out[tr.qid], line_of[tr.qid] = tr, lineno
+    provenance.record_input(path, records=len(out), kind="feedback trace")
     return out
 
 

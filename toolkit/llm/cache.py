@@ -157,6 +157,8 @@ class ResponseCache:
                 self.damaged.append(f"{self.path}:{self._line}: {why}")
                 log.warning("LLM cache %s:%d: skipped a damaged line (%s)", self.path, self._line, why)
         self._offset += end
+        from toolkit import provenance
+        provenance.record_input(self.path, records=len(self._answers), kind="LLM response cache")
 
     def _ingest(self, rec: dict) -> None:
         if not isinstance(rec, dict):

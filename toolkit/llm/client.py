@@ -276,8 +276,12 @@ def get_client(model: str | None = None, backend: str | None = None, *, namespac
     """A cached client. ``backend``: local | openai | transformers | replay | echo | auto (default,
     or ``TOOLKIT_LLM_BACKEND``). ``mode``: live (cache, then model) or replay (cache only)."""
     b = make_backend(model, backend, **backend_kw)
-    return LLMClient(b, namespace=namespace, cache_root=cache_root, mode=mode or ("replay" if not b.live else "live"),
-                     sampling=sampling, progress=progress)
+    c = LLMClient(b, namespace=namespace, cache_root=cache_root, mode=mode or ("replay" if not b.live else "live"),
+                  sampling=sampling, progress=progress)
+    from toolkit import provenance
+    provenance.record_llm(namespace, c.model_id, b.name, c.mode,
+                          from_env=backend is None and bool(os.environ.get("TOOLKIT_LLM_BACKEND")))
+    return c
 
 
 def client_for_profile(profile: str, model: str | None = None, *, namespace: str = "default",
@@ -289,5 +293,11 @@ def client_for_profile(profile: str, model: str | None = None, *, namespace: str
     if profile not in ("smoke", "standard", "paper"):
         raise ValueError(f"unknown profile {profile!r}; expected smoke, standard or paper")
     env = os.environ.get("TOOLKIT_LLM_BACKEND")
-    backend = env or ("replay" if profile in ("smoke", "standard") else None)
+    if env == "echo" and profile in ("smoke", "standard"):
+        # echo answers every prompt with fixed text: under these profiles its numbers would be recorded as results
+        raise LLMError(f"TOOLKIT_LLM_BACKEND=echo is set, and the {profile} profile records its LLM rows as results; "
+                       "echo answers with fixed text. Unset TOOLKIT_LLM_BACKEND to replay the committed caches, or "
+                       "set it to local / openai to generate what is missing")
+    # env set: get_client reads it itself, and records that the environment chose the backend
+    backend = None if env else ("replay" if profile in ("smoke", "standard") else None)
     return get_client(model, backend, namespace=namespace, cache_root=cache_root, sampling=sampling, **backend_kw)

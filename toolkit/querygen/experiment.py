@@ -105,6 +105,9 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
     p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{a.tag()}.history.json"
     st = p.stat() if p.is_file() else None
     history = [dict(r) for r in _read_history(str(p), st.st_size, st.st_mtime_ns)] if st else []
+    if st:
+        from toolkit import provenance
+        provenance.record_input(p, records=len(history), kind="alignment history")
     out = []
     for rec in history:
         t = rec["sampled_from"].rsplit("-it", 1)[1]
@@ -323,7 +326,11 @@ def sft_train_log(cfg: QuerygenConfig) -> dict | None:
 
     from toolkit.llm.client import default_cache_root
     p = default_cache_root() / SFT_NAMESPACE / f"querygen-sft-{cfg.sft_tag()}.train.json"
-    return json.loads(p.read_text()) if p.is_file() else None
+    if not p.is_file():
+        return None
+    from toolkit import provenance
+    provenance.record_input(p, kind="SFT training log")
+    return json.loads(p.read_text())
 
 
 def evaluate_queries(cfg: QuerygenConfig, s: Setup, ds: RetrievalDataset, generated: Mapping[str, list[str]] | None,

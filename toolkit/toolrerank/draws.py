@@ -87,7 +87,7 @@ def run_draw(cfg, seed: int, train_missing: bool = False, log=None) -> Draw | No
     split = toollens_split(dcfg.setup)
     sets = eval_sets(split, dcfg.subset_queries, dcfg.dev_queries, seed=dcfg.eval_seed)
     seen = seen_tools(split.train)
-    path = score_cache.cache_path(dcfg, split)
+    path = score_cache.cache_path(dcfg, split, draw=seed)
     if path.is_file():
         return evaluate_draw(seed, split, score_cache.load(path, sets, seen),
                              score_cache.meta(path).get("training", {}), replayed=True)

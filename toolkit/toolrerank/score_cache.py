@@ -45,10 +45,14 @@ def cache_key(cfg, split) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def cache_path(cfg, split, root: Path | None = None) -> Path:
+def cache_path(cfg, split, root: Path | None = None, draw: int | None = None) -> Path:
+    """``<profile>-<key>.json.gz`` for the main run, ``<profile>-draw<seed>-<key>.json.gz`` for a held-out draw: a
+    draw whose setup and sizes equal the main run's (smoke) has the main run's key, and the two must not write one
+    file (a run killed between them left a cache without the main run's sets)."""
     from toolkit.paths import REPO
     root = root or REPO / "data" / "score_cache" / "toolrerank"
-    return root / f"{cfg.profile}-{cache_key(cfg, split)}.json.gz"
+    role = "" if draw is None else f"draw{int(draw)}-"
+    return root / f"{cfg.profile}-{role}{cache_key(cfg, split)}.json.gz"
 
 
 def _b64(a: np.ndarray) -> str:
@@ -137,9 +141,18 @@ def upgrade(data: dict, path: Path | str = "score cache") -> dict:
 
 def load(path: Path, datasets: Mapping[str, RetrievalDataset], seen: set[str]) -> dict[str, Candidates]:
     """:class:`Candidates` for every dataset in ``datasets`` from the cache at ``path``; no model is
-    loaded. A dataset or query the cache does not hold is an error naming it."""
-    with gzip.open(path, "rt") as f:
-        data = upgrade(json.load(f), path)
+    loaded. A dataset or query the cache does not hold, or a damaged file, is an error naming it."""
+    from toolkit import provenance
+    try:
+        with gzip.open(path, "rt") as f:
+            data = upgrade(json.load(f), path)
+        if not isinstance(data.get("sets"), dict) or "emb" not in data:
+            raise ValueError("it lacks its 'sets' or 'emb' field")
+    except (OSError, EOFError, ValueError, UnicodeDecodeError) as e:   # gzip.BadGzipFile is an OSError
+        raise ValueError(f"{path}: the score cache is damaged ({type(e).__name__}: {e}); restore the committed file "
+                         f"(git checkout -- {path}) or rebuild it with -p retrain=True") from e
+    provenance.record_input(path, records=sum(len(s.get("ranked", {})) for s in data["sets"].values()),
+                            kind="ToolRerank score cache")
     table = _unb64(data["emb"], np.float16, data["emb_shape"])
     out = {}
     for name, ds in datasets.items():

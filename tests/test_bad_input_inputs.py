@@ -1,0 +1,195 @@
+"""Issue 53, second round of bad-input probes: a damaged, changed or wrong-backend input never becomes a successful
+run. Each of the three bugs has a test that fails on the code before the fix (noted per test)."""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import shutil
+
+import pytest
+
+from toolkit import provenance
+
+
+# --- bug 1: a duplicated trace line changed a table silently --------------------------------------------------
+
+def _trace_line(qid, text="find a tool"):
+    return json.dumps({"qid": qid, "instructions": [text], "runs": [[["a/b/c", 0.9]]], "seconds": [], "answers": []})
+
+
+def test_a_second_line_for_one_instruction_is_an_error_naming_the_file_and_both_lines(tmp_path):
+    """Before: load_traces kept the last line for a qid, and a copied line with another query's qid changed 12 cells."""
+    from toolkit.feedback.experiment import load_traces
+    p = tmp_path / "standard-test-I1-x.jsonl"
+    p.write_text(_trace_line("q1") + "\n" + _trace_line("q2") + "\n" + _trace_line("q2", "copied") + "\n")
+    with pytest.raises(ValueError, match=r"standard-test-I1-x.jsonl:3: a second trace for instruction 'q2' \(the first "
+                                         r"is on line 2\)"):
+        load_traces(p)
+
+
+def test_a_clean_trace_file_loads(tmp_path):
+    from toolkit.feedback.experiment import load_traces
+    p = tmp_path / "t.jsonl"
+    p.write_text(_trace_line("q1") + "\n" + _trace_line("q2") + "\n")
+    assert list(load_traces(p)) == ["q1", "q2"]
+
+
+def test_a_committed_trace_changed_after_the_run_fails_the_check_naming_it(tmp_path):
+    """The results JSON records each committed input with its sha256; an edit to one (a duplicated line) is found."""
+    root = tmp_path
+    trace = root / "data" / "feedback_traces" / "standard-test-I1-abc.jsonl"
+    trace.parent.mkdir(parents=True)
+    trace.write_text(_trace_line("q1") + "\n")
+    recorded = [{"path": "data/feedback_traces/standard-test-I1-abc.jsonl", "records": 1, "kind": "feedback trace",
+                 "sha256": provenance.sha256(trace)}]
+    assert provenance.problems(recorded, root=root) == []
+    with open(trace, "a") as f:
+        f.write(_trace_line("q2") + "\n")
+    (msg,) = provenance.problems(recorded, root=root)
+    assert msg.startswith("data/feedback_traces/standard-test-I1-abc.jsonl: this feedback trace changed since the run")
+    trace.unlink()
+    (msg,) = provenance.problems(recorded, root=root)
+    assert "is missing now" in msg and "git checkout -- data/feedback_traces/standard-test-I1-abc.jsonl" in msg
+
+
+def test_check_exits_non_zero_and_names_a_changed_input(tmp_path, monkeypatch, repo):
+    """`python -m toolkit check` reads the recorded inputs of every results JSON it checks."""
+    from toolkit import check
+    results = tmp_path / "results"
+    (results / "99_probe").mkdir(parents=True)
+    exp = tmp_path / "expected"
+    (exp / "99_probe").mkdir(parents=True)
+    target = repo / "data" / "paper_numbers" / "reinvoke.yaml"           # any committed file stands in for a trace
+    doc = {"cells": [{"paper": "p", "table": "1", "dataset": "d", "method": "m", "metric": "ndcg@5", "value": 0.5}],
+           "inputs": [{"path": "data/paper_numbers/reinvoke.yaml", "records": 1, "kind": "feedback trace",
+                       "sha256": "0" * 64}], "llm": []}
+    (results / "99_probe" / "standard.json").write_text(json.dumps(doc))
+    (exp / "99_probe" / "standard.yaml").write_text(
+        "cells:\n- {paper: p, table: '1', dataset: d, method: m, metric: ndcg@5, value: 0.5}\n")
+    monkeypatch.setattr(check, "results_dir", lambda: results)
+    monkeypatch.setattr(check, "EXPECTED", exp)
+    out = io.StringIO()
+    assert check.main(["--profile", "standard", "--notebook", "99_probe"], stream=out) == 1
+    text = out.getvalue()
+    assert "INPUT   99_probe: data/paper_numbers/reinvoke.yaml: this feedback trace changed since the run" in text
+    assert target.is_file()
+    doc["inputs"][0]["sha256"] = provenance.sha256(target)
+    (results / "99_probe" / "standard.json").write_text(json.dumps(doc))
+    assert check.main(["--profile", "standard", "--notebook", "99_probe"], stream=io.StringIO()) == 0
+
+
+def test_the_recorder_writes_what_the_run_read(tmp_path, monkeypatch, repo):
+    from toolkit.results import Recorder
+    monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path))
+    provenance.reset()
+    provenance.record_input(repo / "data" / "paper_numbers" / "reinvoke.yaml", records=3, kind="probe")
+    provenance.record_input(tmp_path / "outside.json", records=1)            # outside the repository: not an input
+    provenance.record_llm("ns", "m", "replay", "replay", from_env=False)
+    rec = Recorder("probe", "smoke")
+    doc = json.loads(rec.save().read_text())
+    assert doc["inputs"] == [{"path": "data/paper_numbers/reinvoke.yaml", "records": 3, "kind": "probe",
+                              "sha256": provenance.sha256(repo / "data" / "paper_numbers" / "reinvoke.yaml")}]
+    assert doc["llm"] == [{"namespace": "ns", "model": "m", "backend": "replay", "mode": "replay", "from_env": False}]
+    provenance.reset()
+
+
+def test_reading_a_committed_llm_cache_records_it(repo):
+    from toolkit.llm.cache import ResponseCache
+    provenance.reset()
+    c = ResponseCache(repo / "data" / "llm_cache", "reinvoke_hyde", "qwen2.5-coder-1.5b-instruct-q4_k_m", readonly=True)
+    c.refresh()
+    (row,) = provenance.inputs()
+    assert row["path"] == "data/llm_cache/reinvoke_hyde/qwen2.5-coder-1.5b-instruct-q4_k_m.jsonl"
+    assert row["records"] > 0 and row["kind"] == "LLM response cache" and len(row["sha256"]) == 64
+    provenance.reset()
+
+
+# --- bug 2: a killed ToolRerank smoke run broke the next one ---------------------------------------------------
+
+def test_a_held_out_draw_never_writes_the_main_runs_score_cache():
+    """Before: in smoke, draw seed 0 had the main run's setup and sizes, so both wrote smoke-<key>.json.gz, the draw
+    first; a run killed between the two left a cache without the main run's sets (KeyError on the next run)."""
+    from toolkit.toolrerank import score_cache
+    from toolkit.toolrerank.config import config_for
+    from toolkit.toolrerank.draws import draw_config
+    from toolkit.toolrerank.experiment import toollens_split
+    cfg = config_for("smoke")
+    main_path = score_cache.cache_path(cfg, toollens_split(cfg.setup))
+    for seed in cfg.draw_seeds:
+        d = draw_config(cfg, seed)
+        p = score_cache.cache_path(d, toollens_split(d.setup), draw=seed)
+        assert p != main_path and p.name.startswith(f"smoke-draw{seed}-")
+
+
+def test_the_committed_draw_caches_are_where_the_draws_look(repo):
+    from toolkit.toolrerank import score_cache
+    from toolkit.toolrerank.config import config_for
+    from toolkit.toolrerank.draws import draw_config
+    from toolkit.toolrerank.experiment import toollens_split
+    cfg = config_for("standard")
+    for seed in cfg.draw_seeds:
+        d = draw_config(cfg, seed)
+        assert score_cache.cache_path(d, toollens_split(d.setup), draw=seed).is_file(), seed
+
+
+@pytest.mark.parametrize("damage", ["truncate", "bitflip", "not-gzip", "no-sets"])
+def test_a_damaged_score_cache_is_an_error_naming_the_file_and_the_way_out(tmp_path, repo, damage):
+    from toolkit.toolrerank import score_cache
+    src = repo / "data" / "score_cache" / "toolrerank" / "standard-draw0-b50c3e58bb5a.json.gz"
+    p = tmp_path / "standard-x.json.gz"
+    data = src.read_bytes()
+    if damage == "truncate":
+        p.write_bytes(data[: len(data) // 2])
+    elif damage == "bitflip":
+        b = bytearray(data)
+        b[len(b) // 2] ^= 0xFF
+        p.write_bytes(bytes(b))
+    elif damage == "not-gzip":
+        p.write_text("{}")
+    else:
+        with gzip.open(p, "wt") as f:
+            json.dump({"version": 2, "meta": {}}, f)
+    with pytest.raises(ValueError, match=r"standard-x.json.gz: the score cache is damaged .*git checkout -- "):
+        score_cache.load(p, {}, set())
+
+
+# --- bug 3: a leftover TOOLKIT_LLM_BACKEND=echo wrote echo numbers as results -----------------------------------
+
+def test_a_leftover_echo_backend_is_refused_by_the_replaying_profiles(monkeypatch, tmp_path):
+    """Before: `TOOLKIT_LLM_BACKEND=echo python -m toolkit run 40_querygen --profile smoke` ended "ok"."""
+    from toolkit.llm.base import LLMError
+    from toolkit.querygen.generation import client as querygen_client
+    monkeypatch.setenv("TOOLKIT_LLM_BACKEND", "echo")
+    with pytest.raises(LLMError, match="TOOLKIT_LLM_BACKEND=echo is set, and the standard profile"):
+        querygen_client("standard")
+
+
+def test_an_echo_backend_chosen_by_the_environment_fails_the_check():
+    llm = [{"namespace": "querygen_zeroshot", "model": "echo", "backend": "echo", "mode": "live", "from_env": True}]
+    (msg,) = provenance.problems([], llm)
+    assert "TOOLKIT_LLM_BACKEND=echo" in msg and "querygen_zeroshot" in msg
+    # the feedback smoke profile's own echo LLM (its configuration, not the environment) is not a problem
+    assert provenance.problems([], [{**llm[0], "from_env": False}]) == []
+
+
+# --- a failed run never replaces a committed file ----------------------------------------------------------------
+
+@pytest.mark.notebook
+def test_a_failed_run_keeps_the_last_good_executed_notebook(tmp_path, monkeypatch, repo):
+    from toolkit import runner
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    shutil.copy(repo / "tests" / "fixtures" / "tiny_notebook.json", nbs / "90_tiny.ipynb")
+    monkeypatch.setattr(runner, "NOTEBOOKS", nbs)
+    monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("TOOLKIT_FIGURES", str(tmp_path / "figures"))
+    assert runner.run(["90_tiny"], "standard", {}, stream=io.StringIO()) == 0
+    stored = tmp_path / "results" / "90_tiny" / "standard.ipynb"
+    good = stored.read_bytes()
+    assert runner.run(["90_tiny"], "standard", {"flag": True}, stream=io.StringIO()) == 1
+    assert stored.read_bytes() == good                                 # before: replaced by the failed run
+    assert (tmp_path / "results" / "90_tiny" / "standard.failed.ipynb").is_file()
+    assert "standard.failed.ipynb" in (tmp_path / "results" / "90_tiny" / "standard.failed").read_text()
+    assert runner.run(["90_tiny"], "standard", {}, stream=io.StringIO()) == 0
+    assert not (tmp_path / "results" / "90_tiny" / "standard.failed.ipynb").exists()

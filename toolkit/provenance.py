@@ -1,0 +1,118 @@
+"""What a run read: the committed inputs behind its numbers and the LLM backend of every LLM client it opened.
+
+Every loader of a committed, replayable input (an LLM response cache, a feedback trace, a ToolRerank score cache, a
+query-generation history) calls :func:`record_input` with the file and the number of records it used; every LLM
+client calls :func:`record_llm`. :class:`toolkit.results.Recorder` writes both into
+``results/<notebook>/<profile>.json`` (``inputs``, ``llm``), and ``python -m toolkit check`` verifies them: a
+committed input whose sha256 changed, that is missing, or an LLM row answered by the echo backend named in the
+environment fails the check, naming the file or the variable (DESIGN §8: "a result names what it read").
+
+    from toolkit import provenance
+    provenance.record_input(path, records=150, kind="feedback trace")
+    provenance.inputs()      # [{"path": "data/feedback_traces/...", "sha256": ..., "records": 150, "kind": ...}]
+    provenance.problems(results_json["inputs"])   # ["data/...: changed since the run (sha256 ... -> ...)"]
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+_lock = threading.Lock()
+_inputs: dict[str, dict] = {}
+_llm: dict[tuple, dict] = {}
+_hashes: dict[tuple, str] = {}        # (path, size, mtime_ns) -> sha256: a file read many times is hashed once
+
+
+def _repo() -> Path:
+    from toolkit.paths import REPO
+    return REPO.resolve()
+
+
+def sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _hashes:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _hashes[key] = h.hexdigest()
+    return _hashes[key]
+
+
+def relative(path: str | Path) -> str | None:
+    """``path`` relative to the repository, or None when it lies outside (a scratch cache is not an input to
+    verify: a fresh clone does not have it)."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(_repo()).as_posix()
+    except ValueError:
+        return None
+
+
+def record_input(path: str | Path, records: int | None = None, kind: str = "") -> None:
+    """Note that this run read ``path`` (``records``: how many of its records it used). Files outside the
+    repository are not recorded."""
+    rel = relative(path)
+    if rel is None or not Path(path).is_file():
+        return
+    with _lock:
+        prev = _inputs.get(rel)
+        n = records if prev is None or prev.get("records") is None or records is None else max(prev["records"], records)
+        _inputs[rel] = {"path": rel, "records": n, "kind": kind or (prev or {}).get("kind", "")}
+
+
+def record_llm(namespace: str, model: str, backend: str, mode: str, from_env: bool) -> None:
+    """Note an LLM client: which backend answered ``namespace`` for ``model``, and whether the backend was chosen by
+    the ``TOOLKIT_LLM_BACKEND`` environment variable rather than by the code or the configuration."""
+    with _lock:
+        _llm[(namespace, model, backend)] = {"namespace": namespace, "model": model, "backend": backend, "mode": mode,
+                                              "from_env": bool(from_env)}
+
+
+def inputs() -> list[dict]:
+    """Every input recorded so far with its sha256 as the file is now (a run that appended to a cache it read, a
+    live generation, records the file it leaves behind)."""
+    with _lock:
+        rows = [dict(v) for _, v in sorted(_inputs.items())]
+    root = _repo()
+    for r in rows:
+        p = root / r["path"]
+        r["sha256"] = sha256(p) if p.is_file() else None
+    return rows
+
+
+def llm_clients() -> list[dict]:
+    with _lock:
+        return [dict(v) for _, v in sorted(_llm.items())]
+
+
+def reset() -> None:
+    with _lock:
+        _inputs.clear()
+        _llm.clear()
+
+
+def problems(recorded: list[dict] | None, llm: list[dict] | None = None, root: Path | None = None) -> list[str]:
+    """What is wrong with a run's recorded inputs now: a committed input that changed, is missing, or an LLM client
+    the environment switched to the echo backend (fixed fake answers). Each message names the file or variable."""
+    root = (root or _repo())
+    out = []
+    for r in recorded or []:
+        p = root / r["path"]
+        if r.get("sha256") is None:
+            out.append(f"{r['path']}: the run read this {r.get('kind') or 'input'} but it was gone when the results "
+                       "were saved; re-run the notebook")
+        elif not p.is_file():
+            out.append(f"{r['path']}: the run read this {r.get('kind') or 'input'}, and it is missing now "
+                       f"(restore it: git checkout -- {r['path']})")
+        elif sha256(p) != r["sha256"]:
+            out.append(f"{r['path']}: this {r.get('kind') or 'input'} changed since the run (sha256 "
+                       f"{r['sha256'][:12]} -> {sha256(p)[:12]}); if the change is wanted, re-run the notebook, else "
+                       f"restore it: git checkout -- {r['path']}")
+    for c in llm or []:
+        if c.get("backend") == "echo" and c.get("from_env"):
+            out.append(f"LLM namespace {c['namespace']!r} was answered by the echo backend (TOOLKIT_LLM_BACKEND=echo): "
+                       "its numbers are not results; unset TOOLKIT_LLM_BACKEND and re-run")
+    return out

@@ -193,3 +193,79 @@ def test_a_failed_run_keeps_the_last_good_executed_notebook(tmp_path, monkeypatc
     assert "standard.failed.ipynb" in (tmp_path / "results" / "90_tiny" / "standard.failed").read_text()
     assert runner.run(["90_tiny"], "standard", {}, stream=io.StringIO()) == 0
     assert not (tmp_path / "results" / "90_tiny" / "standard.failed.ipynb").exists()
+
+
+# --- options and environment variables checked before work starts, each failure one clear line ----------------
+
+@pytest.mark.parametrize("cmd", [["check"], ["compare"]])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "abc"])
+def test_a_tolerance_that_is_not_a_finite_number_is_refused(cmd, value, capsys):
+    from toolkit.__main__ import main
+    with pytest.raises(SystemExit) as e:
+        main([*cmd, "--profile", "standard", "--tolerance", value])
+    assert e.value.code == 2
+    assert "--tolerance" in capsys.readouterr().err
+
+
+def test_check_refuses_a_notebook_name_that_is_a_path(capsys):
+    from toolkit.__main__ import main
+    assert main(["check", "--write", "--notebook", "../results/01_baselines"]) == 2
+    assert "is not a notebook name" in capsys.readouterr().err
+
+
+def test_check_reports_a_run_without_expected_values_and_a_failed_last_run(tmp_path, monkeypatch):
+    """Before: a notebook without data/expected/<nb>/<profile>.yaml was skipped in silence, and a .failed marker
+    (whose cells are the previous run's) passed."""
+    from toolkit import check
+    results, exp = tmp_path / "results", tmp_path / "expected"
+    for nb in ("98_a", "99_b"):
+        (results / nb).mkdir(parents=True)
+        (results / nb / "standard.json").write_text(json.dumps({"cells": [], "inputs": [], "llm": []}))
+    (exp / "98_a").mkdir(parents=True)
+    (exp / "98_a" / "standard.yaml").write_text("cells: []\n")
+    monkeypatch.setattr(check, "results_dir", lambda: results)
+    monkeypatch.setattr(check, "EXPECTED", exp)
+    out = io.StringIO()
+    assert check.main(["--profile", "standard"], stream=out) == 1
+    assert "NOEXPECT99_b: results/99_b/standard.json has no expected values" in out.getvalue()
+    (exp / "99_b").mkdir()
+    (exp / "99_b" / "standard.yaml").write_text("cells: []\n")
+    assert check.main(["--profile", "standard"], stream=io.StringIO()) == 0
+    (results / "98_a" / "standard.failed").write_text("2026-11-28 RuntimeError: boom\n")
+    out = io.StringIO()
+    assert check.main(["--profile", "standard"], stream=out) == 1
+    assert "FAILED  98_a: the last standard run failed" in out.getvalue() and "boom" in out.getvalue()
+
+
+def test_overrides_that_are_not_a_dict_name_the_parameter():
+    from toolkit import runner
+    with pytest.raises(TypeError, match="parameter 'overrides' must be a dict of configuration fields.*got int 5"):
+        runner.fold_overrides(runner.notebook_path("20_reinvoke"), {"overrides": 5}, "standard")
+
+
+def test_a_bad_thread_count_names_its_variable(monkeypatch):
+    from toolkit.llm.backends import default_threads
+    monkeypatch.setenv("TOOLKIT_LLM_THREADS", "abc")
+    with pytest.raises(ValueError, match="TOOLKIT_LLM_THREADS must be a whole number of CPU threads, got 'abc'"):
+        default_threads()
+    monkeypatch.setenv("TOOLKIT_LLM_THREADS", "0")
+    with pytest.raises(ValueError, match="TOOLKIT_LLM_THREADS must be >= 1"):
+        default_threads()
+
+
+def test_a_replay_cache_that_does_not_exist_names_the_variable(monkeypatch, tmp_path):
+    """Before: TOOLKIT_LLM_CACHE=/nonexistent gave a run that ended "ok" with 120 cells missing."""
+    from toolkit.llm.base import LLMError
+    from toolkit.llm.client import client_for_profile
+    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
+    monkeypatch.setenv("TOOLKIT_LLM_CACHE", str(tmp_path / "nonexistent"))
+    with pytest.raises(LLMError, match=r"is not a directory \(TOOLKIT_LLM_CACHE=.*unset TOOLKIT_LLM_CACHE"):
+        client_for_profile("standard", "qwen-1.5b", namespace="reinvoke_intents")
+
+
+def test_check_piped_into_head_ends_without_a_traceback(repo):
+    import subprocess
+    import sys
+    r = subprocess.run(f"{sys.executable} -m toolkit check --profile standard | head -1", shell=True, cwd=repo,
+                       capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in r.stderr and "BrokenPipeError" not in r.stderr, r.stderr

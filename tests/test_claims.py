@@ -117,12 +117,12 @@ def test_the_stop_strings_end_the_answer_after_the_query_and_keep_it(answer, que
     assert SYNTHETIC_QUERIES.parse(cut) == query
 
 
-def test_the_two_synthetic_query_tasks_differ_only_in_their_stop_strings():
+def test_the_two_synthetic_query_tasks_differ_only_in_their_stop_strings_and_cap():
     from dataclasses import replace
 
     from toolkit.llm.tasks import SYNTHETIC_QUERIES, SYNTHETIC_QUERIES_NOSTOP
     assert SYNTHETIC_QUERIES.sampling.stop and not SYNTHETIC_QUERIES_NOSTOP.sampling.stop
-    assert replace(SYNTHETIC_QUERIES.sampling, stop=()) == SYNTHETIC_QUERIES_NOSTOP.sampling
+    assert replace(SYNTHETIC_QUERIES.sampling, stop=(), max_tokens=160) == SYNTHETIC_QUERIES_NOSTOP.sampling
     assert SYNTHETIC_QUERIES.namespace == SYNTHETIC_QUERIES_NOSTOP.namespace
     assert SYNTHETIC_QUERIES.sampling.key() != SYNTHETIC_QUERIES_NOSTOP.sampling.key()   # two cache configs
 

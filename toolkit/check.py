@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from .config import finite_at_least
 from .paths import PROJECT_DATA, results_dir
 from .results import PROFILES
 
@@ -118,7 +119,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="smoke", choices=PROFILES)
     p.add_argument("--notebook", action="append", dest="notebooks", metavar="NAME",
                    help="only this notebook (repeatable; default: every notebook with expected values)")
-    p.add_argument("--tolerance", type=float, default=1e-6, help="absolute tolerance (default 1e-6)")
+    p.add_argument("--tolerance", type=finite_at_least(0), default=1e-6, help="absolute tolerance (default 1e-6)")
     p.add_argument("--write", action="store_true", help="write the expected values from the current results")
     p.add_argument("--run", action="store_true", help="re-run the notebooks first (python -m toolkit run)")
     p.add_argument("--quiet", action="store_true", help="print only the cells that are not OK")
@@ -128,8 +129,14 @@ def run(args, stream=None) -> int:
     stream = stream or sys.stdout
     if args.tolerance < 0:
         raise ValueError("--tolerance must be >= 0")
-    names = args.notebooks or (sorted(p.parent.name for p in results_dir().glob(f"*/{args.profile}.json"))
-                               if args.write else notebooks_with_expected(args.profile))
+    for nb in args.notebooks or []:
+        # a notebook is a plain name: "../results/01_baselines" would read and write outside results/ and expected/
+        if not nb or "/" in nb or "\\" in nb or nb.startswith("."):
+            raise ValueError(f"--notebook {nb!r} is not a notebook name (e.g. 01_baselines)")
+    with_results = sorted(p.parent.name for p in results_dir().glob(f"*/{args.profile}.json"))
+    names = args.notebooks or (with_results if args.write else notebooks_with_expected(args.profile))
+    # a run with no expected values is not checked: say so instead of skipping it in silence
+    unchecked = [] if args.notebooks or args.write else [nb for nb in with_results if nb not in names]
     if not names:
         raise FileNotFoundError(f"nothing to check: no data/expected/*/{args.profile}.yaml (use --write)")
     if args.run:
@@ -148,6 +155,11 @@ def run(args, stream=None) -> int:
         for msg in input_problems(nb, args.profile):
             print(f"{'INPUT':<8}{nb}: {msg}", file=stream)
             nbad += 1
+        marker = results_dir() / nb / f"{args.profile}.failed"
+        if marker.is_file():      # the cells above are the previous good run's, not the last run's
+            print(f"{'FAILED':<8}{nb}: the last {args.profile} run failed ({marker}: "
+                  f"{marker.read_text().strip()}); re-run it", file=stream)
+            nbad += 1
         bad += nbad
         for status, key, e, o in rows:
             if status == "OK" and args.quiet:
@@ -157,6 +169,10 @@ def run(args, stream=None) -> int:
                                                                                 else ""))
             print(f"{status:<8}{nb}: {label}{detail}", file=stream)
         print(f"{nb} ({args.profile}): {len(rows) - nbad} OK, {nbad} not OK", file=stream)
+    for nb in unchecked:
+        print(f"{'NOEXPECT':<8}{nb}: results/{nb}/{args.profile}.json has no expected values "
+              f"({expected_path(nb, args.profile)}); write them with --write --notebook {nb}", file=stream)
+        bad += 1
     return 1 if bad else 0
 
 

@@ -30,6 +30,7 @@ import pandas as pd
 import yaml
 
 from toolkit import paths
+from toolkit.config import finite_at_least
 
 __all__ = [
     "PAPERS", "SCALES", "KEY", "PaperNumbersError", "PaperNumberNotFound",
@@ -597,7 +598,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--table", help="only this table key (e.g. 1, 3A, s4.2)")
     parser.add_argument("--notebook", action="append", dest="notebooks", metavar="NAME",
                         help="only results of this notebook (repeatable)")
-    parser.add_argument("--tolerance", type=float, default=0.005,
+    parser.add_argument("--tolerance", type=finite_at_least(0), default=0.005,
                         help="absolute tolerance on our scale (fractions; default 0.005)")
     parser.add_argument("--all", action="store_true", dest="show_all",
                         help="also list the paper cells no notebook produced")

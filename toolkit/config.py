@@ -97,3 +97,20 @@ def int_at_least(minimum: int):
             raise argparse.ArgumentTypeError(f"must be {bound}, got {v}")
         return v
     return parse
+
+
+def finite_at_least(minimum: float):
+    """An argparse ``type=`` for a finite float with a lower bound (``--tolerance``): "nan" and "inf" parse as floats
+    but make every comparison false or true, so they are refused here."""
+    import argparse
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number >= {minimum}, got {text!r}") from None
+        if not math.isfinite(v) or v < minimum:
+            raise argparse.ArgumentTypeError(f"must be a finite number >= {minimum}, got {text!r}")
+        return v
+    return parse

@@ -67,7 +67,11 @@ def fold_overrides(path: Path, params: dict, profile: str = "smoke") -> dict:
     if "overrides" not in defaults:
         return params
     out = {k: v for k, v in params.items() if k in defaults or k == "profile"}
-    over = {**defaults["overrides"], **dict(params.get("overrides") or {}),
+    given = params.get("overrides") or {}
+    if not isinstance(given, dict):
+        raise TypeError(f"{path.name}: parameter 'overrides' must be a dict of configuration fields, e.g. "
+                        f"-p 'overrides={{\"k\": 50}}' (or -p k=50), got {type(given).__name__} {given!r}")
+    over = {**defaults["overrides"], **dict(given),
             **{k: v for k, v in params.items() if k not in out}}
     if path.stem in CONFIGS:
         import importlib

@@ -47,7 +47,13 @@ def default_threads() -> int:
     (measured here: 2 threads on 2 busy cores ran 2.5x slower than 1 thread)."""
     env = os.environ.get("TOOLKIT_LLM_THREADS")
     if env:
-        return max(1, int(env))
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"TOOLKIT_LLM_THREADS must be a whole number of CPU threads, got {env!r}") from None
+        if n < 1:
+            raise ValueError(f"TOOLKIT_LLM_THREADS must be >= 1, got {n}")
+        return n
     cores = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0]

@@ -49,6 +49,12 @@ class LLMClient:
         self.backend = backend
         self.namespace = namespace
         self.cache_root = Path(cache_root) if cache_root else default_cache_root()
+        if mode == "replay" and not self.cache_root.is_dir():
+            # replaying from a directory that does not exist would serve nothing and turn every LLM row pending
+            env = os.environ.get("TOOLKIT_LLM_CACHE")
+            raise LLMError(f"the LLM response cache {self.cache_root} is not a directory"
+                           + (f" (TOOLKIT_LLM_CACHE={env!r}); unset TOOLKIT_LLM_CACHE to replay the committed caches "
+                              "in data/llm_cache" if env and not cache_root else ""))
         self.mode = mode
         self.sampling = sampling
         self.progress = progress

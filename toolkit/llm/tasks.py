@@ -55,16 +55,18 @@ INTENTS = _add(Task(
 # 3.1 % of the cached 1.5B answers stay capped and 0.1 % parse to nothing (--simulate). The parser is unchanged: it
 # reads the query out of what is left. llama.cpp and vLLM take any number of stop strings (OpenAI's own API: 4).
 SYNTHETIC_QUERY_STOP = ('"\n', '"**', "\nThis", "\n\nIn ", "\n\nExplanation", "\n\nInput", "\n\n**API",
-                        "\n\n**Input", "\n\n**Explanation", "\n\n**Parameters", "\n\n**Description")
+                        "\n\n**Input", "\n\n**Explanation", "\n\n**Parameters", "\n\n**Description", "\n\nTherefore",
+                        "\n\nThe API", "\n\nWith ")
 
 SYNTHETIC_QUERIES = _add(Task(
     name="synthetic-queries", namespace="reinvoke_synthetic_queries", over="documents",
     build=prompts.synthetic_query_prompt, parse=parsers.parse_synthetic_query,
-    sampling=Sampling(temperature=0.7, top_p=1.0, max_tokens=160, stop=SYNTHETIC_QUERY_STOP, seed=0), n=10,
+    sampling=Sampling(temperature=0.7, top_p=1.0, max_tokens=256, stop=SYNTHETIC_QUERY_STOP, seed=0), n=10,
     source=prompts.REINVOKE_SYNTHETIC_QUERY.source,
     sampling_note="temperature 0.7 and 10 samples per tool document (Re-Invoke §4.3); other parameters "
                   "'default' in the paper, here top_p=1, top_k off, seeds 0..9; the answer stops where the query "
-                  "ends (SYNTHETIC_QUERY_STOP), the prompt is the paper's",
+                  "ends (SYNTHETIC_QUERY_STOP), the prompt is the paper's; max_tokens=256, since with the stop strings "
+                  "an answer that reaches it is a long query (ToolBench I3's long documents: 8 of 117 answers cut at 160)",
 ))
 
 # The first generation, without stop strings (ToolE's m = 10 expansions and ToolBench's first m = 1 are in the
@@ -74,7 +76,8 @@ SYNTHETIC_QUERIES_NOSTOP = _add(Task(
     build=prompts.synthetic_query_prompt, parse=parsers.parse_synthetic_query,
     sampling=Sampling(temperature=0.7, top_p=1.0, max_tokens=160, seed=0), n=10,
     source=prompts.REINVOKE_SYNTHETIC_QUERY.source,
-    sampling_note="as synthetic-queries, without stop strings: the answer runs on into an explanation of the query",
+    sampling_note="the first generation: no stop strings (the answer runs on into an explanation of the query), "
+                  "max_tokens=160",
 ))
 
 HYDE = _add(Task(

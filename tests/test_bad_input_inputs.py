@@ -269,3 +269,79 @@ def test_check_piped_into_head_ends_without_a_traceback(repo):
     r = subprocess.run(f"{sys.executable} -m toolkit check --profile standard | head -1", shell=True, cwd=repo,
                        capture_output=True, text=True, timeout=300)
     assert "Traceback" not in r.stderr and "BrokenPipeError" not in r.stderr, r.stderr
+
+
+def test_querygen_ablate_checks_every_table_before_the_first_row_runs(monkeypatch):
+    """Before: `--tables 3,9` started four hours of Table 3 rows before it rejected table 9."""
+    from toolkit.querygen import __main__ as qmain
+    from toolkit.querygen import ablation
+    ran = []
+    monkeypatch.setattr(ablation, "in_own_process", lambda *a, **k: ran.append(a) or 0)
+    with pytest.raises(SystemExit, match="unknown table '9'"):
+        qmain.main(["ablate", "--tables", "3,9"])
+    assert ran == []
+
+
+def test_querygen_set_errors_are_one_line_with_exit_code_2(capsys):
+    from toolkit.querygen import __main__ as qmain
+    with pytest.raises(SystemExit) as e:
+        qmain.main(["zeroshot", "--set", "bogus=1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--set:" in err and "bogus" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["status", "--group", "I9"], "--group 'I9' is not a group"),
+    (["test", "--group", "I9"], "--group 'I9' is not a group"),
+    (["status", "--group", "I2"], "--group is for test and toolretriever, not status"),
+    (["status", "--condition", "4:w/o warmup"], "is not a row of Tables 4, 6 or 7"),
+])
+def test_feedback_cli_refuses_a_misspelt_group_or_condition(argv, message, capsys):
+    from toolkit.feedback.__main__ import main
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert message in (str(e.value.code) + capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("cells: [\n  - {paper: p", "not valid YAML"),
+    ("cells:\n- {paper: p, table: '1', dataset: d, method: m, metric: ndcg@5, value: abc}\n", "has value 'abc', not a number"),
+    ("cells:\n- {paper: p, table: '1', dataset: d, method: m, metric: ndcg@5, value: null}\n", "has value None, not a number"),
+    ("- just a list\n", "expected a mapping with a 'cells' list"),
+])
+def test_a_damaged_expected_file_names_the_file_and_the_cell(tmp_path, monkeypatch, text, message):
+    from toolkit import check
+    monkeypatch.setattr(check, "EXPECTED", tmp_path)
+    (tmp_path / "01_x").mkdir()
+    (tmp_path / "01_x" / "smoke.yaml").write_text(text)
+    with pytest.raises(ValueError, match=message) as e:
+        check.read_expected("01_x", "smoke")
+    assert "01_x/smoke.yaml" in str(e.value)
+
+
+def test_expected_nan_is_still_a_number(tmp_path, monkeypatch):
+    from toolkit import check
+    monkeypatch.setattr(check, "EXPECTED", tmp_path)
+    (tmp_path / "01_x").mkdir()
+    (tmp_path / "01_x" / "smoke.yaml").write_text(
+        "cells:\n- {paper: p, table: '1', dataset: d, method: m, metric: ndcg@5, value: .nan}\n")
+    (v,) = check.read_expected("01_x", "smoke").values()
+    assert v != v
+
+
+def test_a_truncated_trace_meta_file_names_itself(tmp_path):
+    from toolkit.feedback.experiment import load_meta
+    trace = tmp_path / "standard-test-I1-x.jsonl"
+    trace.write_text(_trace_line("q1") + "\n")
+    (tmp_path / "standard-test-I1-x.meta.json").write_text('{"model": "a", "seco')
+    with pytest.raises(ValueError, match=r"standard-test-I1-x.meta.json: the trace's meta file is damaged"):
+        load_meta(trace)
+
+
+def test_a_truncated_alignment_history_names_itself(tmp_path):
+    from toolkit.querygen.experiment import _read_history
+    p = tmp_path / "querygen-align-x.history.json"
+    p.write_text('{"history": [{"iteration": 1, ')
+    with pytest.raises(ValueError, match=r"querygen-align-x.history.json: the alignment history is damaged"):
+        _read_history(str(p), 1, 1)

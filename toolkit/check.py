@@ -62,12 +62,22 @@ def read_expected(notebook: str, profile: str) -> dict[tuple, float]:
     if not path.is_file():
         raise FileNotFoundError(f"no expected values {path}; write them with "
                                 f"`python -m toolkit check --profile {profile} --notebook {notebook} --write`")
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); restore it (git checkout -- {path}) or "
+                         f"rewrite it with --write") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells", []), list):
+        raise ValueError(f"{path}: expected a mapping with a 'cells' list")
     out = {}
     for i, c in enumerate(doc.get("cells", []), 1):
         if not isinstance(c, dict) or "value" not in c:
             raise ValueError(f"{path}: cell #{i} needs {', '.join(KEY)} and value")
-        out[_key(c)] = float(c["value"])
+        v = c["value"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"{path}: cell #{i} ({' / '.join(str(c.get(k, '')) for k in KEY)}) has value {v!r}, "
+                             "not a number (write .nan for a value the run cannot compute)")
+        out[_key(c)] = float(v)
     return out
 
 

@@ -116,8 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.float16 and args.stage not in ("keep-warmup", "keep-model"):
         p.error(f"--float16 is for keep-warmup and keep-model, not {args.stage}")
     cfg = parse_condition(config_for(args.profile), args.condition)
+    groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
+    if args.group is not None and args.group not in groups:     # a typo is an error for every stage, status too
+        p.error(f"--group {args.group!r} is not a group; groups: {', '.join(groups)} (All is the union of I1-I3)")
+    if args.group is not None and args.stage not in ("test", "toolretriever"):
+        p.error(f"--group is for test and toolretriever, not {args.stage} (status lists every group)")
     if args.stage in ("test", "toolretriever"):
-        groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
         if args.group not in groups:
             p.error(f"{args.stage} needs --group, one of {', '.join(groups)} (All is the union of I1-I3)")
     if args.stage == "status":

@@ -162,7 +162,16 @@ def trace_complete(path: Path, qids) -> bool:
 
 def load_meta(path: Path) -> dict:
     p = meta_path(path)
-    return json.loads(p.read_text()) if p.is_file() else {}
+    if not p.is_file():
+        return {}
+    try:
+        meta = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: the trace's meta file is damaged ({e}); restore it (git checkout -- {p}) or delete "
+                         f"it with its trace {path.name} and rerun the stage") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{p}: the trace's meta file must hold a JSON object, got {type(meta).__name__}")
+    return meta
 
 
 # --- evaluation -----------------------------------------------------------------------------------

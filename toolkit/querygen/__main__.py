@@ -127,9 +127,11 @@ def cmd_ablate(args, cfg) -> int:
 
     from toolkit.querygen.ablation import in_own_process, run_row
     from toolkit.querygen.alignment import ABLATION_TABLES as settings
-    for table in args.tables.split(","):
-        if table not in settings:
-            raise SystemExit(f"--tables: unknown table {table!r}; choose from 3, 4, 5")
+    tables = [t.strip() for t in args.tables.split(",")]
+    bad = [t for t in tables if t not in settings]
+    if bad:      # every table named is checked before the first row's hours of work start
+        raise SystemExit(f"--tables: unknown table {bad[0]!r}; choose from {', '.join(settings)}")
+    for table in tables:
         for name, change in settings[table].items():
             if not change:
                 continue                     # the baseline row is the main run's first iteration
@@ -258,7 +260,10 @@ def main(argv: list[str] | None = None) -> int:
             c.add_argument("--kind", default="description", choices=sorted(gen.TASKS))
     args = p.parse_args(argv)
     from toolkit.runner import parse_param
-    cfg = config_for(args.profile, **dict(parse_param(s) for s in args.set))
+    try:
+        cfg = config_for(args.profile, **dict(parse_param(s) for s in args.set))
+    except (KeyError, TypeError, ValueError) as e:
+        p.error(f"--set: {e.args[0] if isinstance(e, KeyError) and e.args else e}")     # one line, exit code 2
     return {"zeroshot": cmd_zeroshot, "sft": cmd_sft, "align": cmd_align, "ablate": cmd_ablate}[args.command](args, cfg)
 
 

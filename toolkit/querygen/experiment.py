@@ -123,7 +123,14 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
 def _read_history(path: str, size: int, mtime_ns: int) -> tuple:
     """A history file's records, read once per content (40 asks for the main run's history once per table)."""
     import json
-    return tuple(json.loads(Path(path).read_text())["history"])
+    try:
+        history = json.loads(Path(path).read_text())["history"]
+        if not isinstance(history, list):
+            raise TypeError("'history' is not a list")
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: the alignment history is damaged ({type(e).__name__}: {e}); restore it "
+                         f"(git checkout -- {path}) or re-run `python -m toolkit.querygen align`") from None
+    return tuple(history)
 
 
 def answer_timing(model_id: str, temperature: float, kind: str = "description") -> dict:

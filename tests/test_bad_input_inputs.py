@@ -345,3 +345,12 @@ def test_a_truncated_alignment_history_names_itself(tmp_path):
     p.write_text('{"history": [{"iteration": 1, ')
     with pytest.raises(ValueError, match=r"querygen-align-x.history.json: the alignment history is damaged"):
         _read_history(str(p), 1, 1)
+
+
+@pytest.mark.parametrize("field", ["zero_shot_model", "generator_base"])
+def test_querygen_refuses_a_model_the_replaying_profiles_have_no_answers_for(field):
+    """Before: `-p zero_shot_model=nonexistent-model` ended "ok" with 24 cells pending."""
+    from toolkit.querygen.config import config_for
+    with pytest.raises(ValueError, match=f"{field} must be a local model under the standard profile"):
+        config_for("standard", **{field: "nonexistent-model"})
+    assert getattr(config_for("paper", **{field: "some/hub-model"}), field) == "some/hub-model"

@@ -54,6 +54,17 @@ class QuerygenConfig:
                              f"got {self.align_report_iteration}")
         if self.encoder not in ("mpnet", "minilm") and not self.encoder.startswith("dense:"):
             raise ValueError(f"encoder must be mpnet, minilm or dense:<path>, got {self.encoder!r}")
+        if self.profile != "paper":
+            # smoke and standard replay the committed caches of the local models: another name has no answers there,
+            # and its rows would all turn pending in a run that ends "ok"
+            from toolkit.llm import models
+            for name in ("zero_shot_model", "generator_base"):
+                v = getattr(self, name)
+                if models.canonical_id(v) not in models.MODELS:
+                    known = ", ".join(sorted(models.ALIASES))
+                    raise ValueError(f"40_querygen parameter {name} must be a local model under the {self.profile} "
+                                     f"profile ({known}, or a .gguf file), got {v!r}; other models run under the "
+                                     f"paper profile")
 
     def sft_tag(self) -> str:
         """Names the SFT run (its model directory, GGUF file and so its cache model id): a hash of

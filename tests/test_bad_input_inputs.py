@@ -354,3 +354,14 @@ def test_querygen_refuses_a_model_the_replaying_profiles_have_no_answers_for(fie
     with pytest.raises(ValueError, match=f"{field} must be a local model under the standard profile"):
         config_for("standard", **{field: "nonexistent-model"})
     assert getattr(config_for("paper", **{field: "some/hub-model"}), field) == "some/hub-model"
+
+
+def test_a_nested_setting_is_overridden_with_a_dict_and_checked_field_by_field():
+    """Before: -p 'training={"rounds": 2}' said "must be IterationConfig"."""
+    from toolkit.feedback.config import config_for
+    cfg = config_for("standard", training={"rounds": 2})
+    assert cfg.training.rounds == 2 and cfg.training.max_seq_length == 128      # the rest stays the profile's
+    with pytest.raises(ValueError, match="30_feedback training has no parameter 'round'"):
+        config_for("standard", training={"round": 2})
+    with pytest.raises(TypeError, match="30_feedback training parameter 'rounds' must be int"):
+        config_for("standard", training={"rounds": "two"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from typing import Any, Iterable
 
 
@@ -68,7 +68,12 @@ def overridden(where: str, base: Any, overrides: dict, fixed: Iterable[str] = ("
         if name not in known:
             raise ValueError(f"{where} has no parameter {name!r}; its parameters: {', '.join(known)}")
         expected, optional = _annotation(type(base), name)
-        check_value(f"{where} parameter {name!r}", value, getattr(base, name), expected, optional)
+        current = getattr(base, name)
+        if isinstance(value, dict) and is_dataclass(current) and not isinstance(current, type):
+            # a nested configuration (-p 'training={"rounds": 2}'): its fields are checked as the top level's
+            out[name] = overridden(f"{where} {name}", current, value, fixed=())
+            continue
+        check_value(f"{where} parameter {name!r}", value, current, expected, optional)
         if isinstance(value, list) and any((typing.get_origin(t) or t) is tuple for t in expected):
             value = tuple(value)
         out[name] = value

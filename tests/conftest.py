@@ -25,3 +25,14 @@ def no_llm(monkeypatch):
         raise AssertionError("a replay must not call a model")
     for cls in (backends.LocalGGUFBackend, backends.TransformersBackend, backends.OpenAIBackend):
         monkeypatch.setattr(cls, "generate", no_model)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_provenance():
+    """Each test starts with an empty record of inputs read and LLM clients opened (toolkit.provenance is
+    process-wide, as in a notebook kernel: one test's echo client or damaged probe must not reach another's
+    Recorder)."""
+    from toolkit import provenance
+    provenance.reset()
+    yield
+    provenance.reset()

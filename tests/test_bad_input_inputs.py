@@ -365,3 +365,29 @@ def test_a_nested_setting_is_overridden_with_a_dict_and_checked_field_by_field()
         config_for("standard", training={"round": 2})
     with pytest.raises(TypeError, match="30_feedback training parameter 'rounds' must be int"):
         config_for("standard", training={"rounds": "two"})
+
+
+def test_a_cut_line_in_a_committed_llm_cache_stops_the_results_from_being_saved(tmp_path, monkeypatch, repo):
+    """Before: a cut line in a query-generation cache silently dropped 21 Zero-Shot cells from a run that ended ok."""
+    from toolkit.llm.cache import ResponseCache
+    from toolkit.results import Recorder
+    monkeypatch.setenv("TOOLKIT_RESULTS", str(tmp_path / "results"))
+    src = repo / "data" / "llm_cache" / "reinvoke_hyde" / "qwen2.5-coder-1.5b-instruct-q4_k_m.jsonl"
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    scratch = repo / "data" / "llm_cache" / "zz_probe_damaged"      # inside the repository: a committed input
+    try:
+        scratch.mkdir()
+        (scratch / src.name).write_text("".join(lines[:6]) + lines[6][: len(lines[6]) // 2] + "\n" + "".join(lines[7:12]))
+        provenance.reset()
+        c = ResponseCache(repo / "data" / "llm_cache", "zz_probe_damaged", "qwen2.5-coder-1.5b-instruct-q4_k_m",
+                          readonly=True)
+        c.refresh()
+        assert c.damaged
+        with pytest.raises(ValueError, match=r"(?s)results not saved.*zz_probe_damaged/.*1 damaged record\(s\) skipped"):
+            Recorder("probe", "smoke").save()
+        assert not (tmp_path / "results" / "probe" / "smoke.json").exists()
+        row = provenance.inputs()[0]
+        assert "damaged record" in provenance.problems([row])[0]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        provenance.reset()

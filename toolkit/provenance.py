@@ -51,9 +51,9 @@ def relative(path: str | Path) -> str | None:
         return None
 
 
-def record_input(path: str | Path, records: int | None = None, kind: str = "") -> None:
-    """Note that this run read ``path`` (``records``: how many of its records it used). Files outside the
-    repository are not recorded."""
+def record_input(path: str | Path, records: int | None = None, kind: str = "", damaged: list[str] | None = None) -> None:
+    """Note that this run read ``path`` (``records``: how many of its records it used; ``damaged``: "file:line: why"
+    of each record that could not be read and was skipped). Files outside the repository are not recorded."""
     rel = relative(path)
     if rel is None or not Path(path).is_file():
         return
@@ -61,6 +61,19 @@ def record_input(path: str | Path, records: int | None = None, kind: str = "") -
         prev = _inputs.get(rel)
         n = records if prev is None or prev.get("records") is None or records is None else max(prev["records"], records)
         _inputs[rel] = {"path": rel, "records": n, "kind": kind or (prev or {}).get("kind", "")}
+        bad = list(damaged or (prev or {}).get("damaged") or [])
+        if bad:
+            _inputs[rel]["damaged"] = bad
+
+
+def run_problems() -> list[str]:
+    """What makes this run's numbers untrustworthy as it stands: an input with skipped damaged records, an LLM client
+    the environment switched to echo. :class:`toolkit.results.Recorder` refuses to save results while any holds."""
+    with _lock:
+        ins, llm = [dict(v) for v in _inputs.values()], [dict(v) for v in _llm.values()]
+    out = [f"{r['path']}: {len(r['damaged'])} damaged record(s) skipped (first: {r['damaged'][0]}); restore the file "
+           f"(git checkout -- {r['path']}) or regenerate the damaged records" for r in ins if r.get("damaged")]
+    return out + [m for m in problems([], llm)]
 
 
 def record_llm(namespace: str, model: str, backend: str, mode: str, from_env: bool) -> None:
@@ -101,6 +114,9 @@ def problems(recorded: list[dict] | None, llm: list[dict] | None = None, root: P
     out = []
     for r in recorded or []:
         p = root / r["path"]
+        if r.get("damaged"):
+            out.append(f"{r['path']}: the run skipped {len(r['damaged'])} damaged record(s) of this "
+                       f"{r.get('kind') or 'input'} (first: {r['damaged'][0]})")
         if r.get("sha256") is None:
             out.append(f"{r['path']}: the run read this {r.get('kind') or 'input'} but it was gone when the results "
                        "were saved; re-run the notebook")

@@ -87,6 +87,11 @@ class Recorder:
         return d
 
     def save(self) -> Path:
+        bad = provenance.run_problems()
+        if bad:
+            # numbers from a damaged input or a fake LLM are not results: keep the last good results file
+            raise ValueError(f"{self.notebook} ({self.profile}): results not saved, the run read damaged or wrong "
+                             "inputs:\n  " + "\n  ".join(bad))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = {"notebook": self.notebook, "profile": self.profile, "parameters": self.parameters,
                    "versions": versions(), "git_revision": git_revision(),

@@ -158,7 +158,7 @@ class ResponseCache:
                 log.warning("LLM cache %s:%d: skipped a damaged line (%s)", self.path, self._line, why)
         self._offset += end
         from toolkit import provenance
-        provenance.record_input(self.path, records=len(self._answers), kind="LLM response cache")
+        provenance.record_input(self.path, records=len(self._answers), kind="LLM response cache", damaged=self.damaged)
 
     def _ingest(self, rec: dict) -> None:
         if not isinstance(rec, dict):

@@ -391,3 +391,45 @@ def test_a_cut_line_in_a_committed_llm_cache_stops_the_results_from_being_saved(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         provenance.reset()
+
+
+def _committed_copy(tmp_path, repo):
+    """A data/ tree with one of each committed input kind, copied from the repository."""
+    d = tmp_path / "data"
+    src = repo / "data"
+    for rel in ("llm_cache/reinvoke_hyde/qwen2.5-coder-1.5b-instruct-q4_k_m.jsonl",
+                "feedback_traces/standard-test-I1-1e552d2205.jsonl", "feedback_traces/standard-test-I1-1e552d2205.meta.json",
+                "score_cache/toolrerank/standard-draw0-b50c3e58bb5a.json.gz"):
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src / rel, d / rel)
+    return d
+
+
+def test_verify_passes_the_committed_inputs_and_names_each_kind_of_damage(tmp_path, repo):
+    from toolkit.committed import verify_committed
+    d = _committed_copy(tmp_path, repo)
+    assert set(verify_committed(d).values()) == {"ok"}
+    trace = d / "feedback_traces" / "standard-test-I1-1e552d2205.jsonl"
+    lines = trace.read_text().splitlines(keepends=True)
+    dup = json.loads(lines[0])
+    dup["qid"] = json.loads(lines[1])["qid"]
+    trace.write_text("".join(lines) + json.dumps(dup) + "\n")              # bug 1's probe
+    cache = d / "llm_cache" / "reinvoke_hyde" / "qwen2.5-coder-1.5b-instruct-q4_k_m.jsonl"
+    text = cache.read_text().splitlines(keepends=True)
+    cache.write_text("".join(text[:5]) + text[5][:40] + "\n" + "".join(text[6:]))
+    sc = d / "score_cache" / "toolrerank" / "standard-draw0-b50c3e58bb5a.json.gz"
+    sc.write_bytes(sc.read_bytes()[:1000])
+    status = {k.rsplit("/", 1)[-1]: v for k, v in verify_committed(d).items()}
+    assert "a second trace for instruction" in status["standard-test-I1-1e552d2205.jsonl"]
+    assert "1 damaged line(s)" in status["qwen2.5-coder-1.5b-instruct-q4_k_m.jsonl"]
+    assert status["standard-draw0-b50c3e58bb5a.json.gz"].startswith("damaged")
+
+
+def test_verify_finds_a_trace_shorter_than_its_meta_says(tmp_path, repo):
+    from toolkit.committed import verify_committed
+    d = _committed_copy(tmp_path, repo)
+    trace = d / "feedback_traces" / "standard-test-I1-1e552d2205.jsonl"
+    trace.write_text("".join(trace.read_text().splitlines(keepends=True)[:-1]))
+    status = {k.rsplit("/", 1)[-1]: v for k, v in verify_committed(d).items()}
+    assert "its meta calls it complete with 150 instructions, the file holds 149" in \
+        status["standard-test-I1-1e552d2205.jsonl"]

@@ -6,7 +6,7 @@
   compare                  paper value, ours and the difference for every reproduced cell
   check                    our own numbers against data/expected/<nb>/<profile>.yaml (OK/FAIL per cell)
   fetch [--only NAME ...]  download the raw data files (sha256-checked) into the data directory
-  verify                   check every raw data file against data/SOURCES.json
+  verify                   check every raw data file against data/SOURCES.json, and the committed caches and traces
   llm generate ...         fill the LLM response caches (see toolkit.llm.cli)
 """
 from __future__ import annotations
@@ -78,14 +78,24 @@ def _cmd_fetch(args) -> int:
 
 
 def _cmd_verify(args) -> int:
+    from .committed import verify_committed
     from .data import verify_all
-    status = verify_all()
-    for name, s in status.items():
+    bad = 0
+    if not args.committed:
+        status = verify_all()
+        for name, s in status.items():
+            if s != "ok" or args.verbose:
+                print(f"{s:<8} {name}")
+        bad += sum(s != "ok" for s in status.values())
+        print(f"{len(status) - sum(s != 'ok' for s in status.values())}/{len(status)} raw data files ok")
+    # the committed caches, traces and score caches the standard profile replays
+    status = verify_committed()
+    for path, s in status.items():
         if s != "ok" or args.verbose:
-            print(f"{s:<8} {name}")
-    bad = sum(s != "ok" for s in status.values())
-    print(f"{len(status) - bad}/{len(status)} files ok")
-    return 1 if bad else 0
+            print(f"{'ok' if s == 'ok' else 'BAD':<8} {path}" + ("" if s == "ok" else f": {s}"))
+    nbad = sum(s != "ok" for s in status.values())
+    print(f"{len(status) - nbad}/{len(status)} committed caches, traces and score caches ok")
+    return 1 if bad + nbad else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verify", help="check raw data files against their sha256")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--committed", action="store_true", help="only the committed caches, traces and score caches")
     p.set_defaults(func=_cmd_verify)
 
     from . import check, compare

@@ -433,3 +433,42 @@ def test_verify_finds_a_trace_shorter_than_its_meta_says(tmp_path, repo):
     status = {k.rsplit("/", 1)[-1]: v for k, v in verify_committed(d).items()}
     assert "its meta calls it complete with 150 instructions, the file holds 149" in \
         status["standard-test-I1-1e552d2205.jsonl"]
+
+
+def test_a_missing_alignment_history_makes_figure_4s_reward_cells_pending_with_the_reason(monkeypatch, no_llm):
+    """Before: with the history file gone, Figure 4's reward cells disappeared without a word."""
+    from toolkit.querygen import experiment as E
+    from toolkit.querygen.config import config_for
+    cfg = config_for("smoke")
+    s = E.setup(cfg)
+    monkeypatch.setattr(E, "align_history", lambda cfg: [])
+    a = E.alignment(cfg, s)
+    assert a.iterations, "the smoke alignment answers are committed"
+    rows = [p for p in a.pending if p["method"].endswith("reward (Figure 4)")]
+    assert [p["method"] for p in rows] == [f"Alignment it{t} reward (Figure 4)" for t in sorted(a.iterations)]
+    assert "querygen-align-" in rows[0]["reason"] and rows[0]["reason"].endswith(("is missing", "lacks this iteration"))
+
+
+def test_feedback_status_counts_trace_lines_not_the_meta_and_names_a_damaged_trace(tmp_path, monkeypatch, capsys):
+    """Before: status read only meta.json, so it said "nothing left" over an emptied or damaged trace."""
+    from toolkit.feedback import __main__ as fmain
+    from toolkit.feedback import budget as B
+    from toolkit.feedback import experiment as X
+    full, emptied, damaged = (tmp_path / f"standard-test-{g}-x.jsonl" for g in ("I1", "I2", "I3"))
+    full.write_text(_trace_line("a") + "\n" + _trace_line("b") + "\n")
+    emptied.write_text("")
+    damaged.write_text(_trace_line("c") + "\n" + _trace_line("c") + "\n")
+    for p, n in ((full, 2), (emptied, 2), (damaged, 2)):
+        X.meta_path(p).write_text(json.dumps({"complete": True, "instructions": n, "wall_s": 10.0}))
+    stages = [X.LLMStage(f"test {g}", f"test {g}", None, p, ("a", "b") if g == "I1" else ("c", "d"), g)
+              for g, p in (("I1", full), ("I2", emptied), ("I3", damaged))]
+    monkeypatch.setattr(X, "llm_stages", lambda cfg, tests: stages)
+    monkeypatch.setattr(X, "test_datasets", lambda cfg: {})
+    frame = B.progress(None, {})
+    assert frame.loc["test I1", "traced"] == 2 and frame.loc["test I2", "traced"] == 0
+    assert "a second trace for instruction 'c'" in frame.loc["test I3", "problem"]
+    from toolkit.feedback.config import config_for
+    with pytest.raises(SystemExit, match="1 stage"):
+        fmain.print_status(config_for("standard"))
+    out = capsys.readouterr().out
+    assert "DAMAGED test I3" in out and "nothing left" not in out

@@ -83,7 +83,12 @@ def print_status(cfg) -> None:
     tests = X.test_datasets(cfg)
     progress = B.progress(cfg, tests)
     print(f"30_feedback ({cfg.profile}): LLM {cfg.llm}, {cfg.llm_slots or 1} slot(s)")
+    problems = progress.pop("problem")
     print(progress.to_string())
+    for stage, msg in problems[problems != ""].items():
+        print(f"DAMAGED {stage}: {msg}")
+    if (problems != "").any():
+        raise SystemExit(f"{int((problems != '').sum())} stage(s) have damaged traces (above); restore or regenerate them")
     left = (progress.planned - progress.traced).clip(lower=0).to_dict()
     left_n = int(sum(left.values()))
     done = progress[progress["wall h"] > 0]

@@ -36,10 +36,17 @@ def progress(cfg, tests: Mapping):
     from toolkit.feedback import experiment as X
     rows: dict[str, dict] = {}
     for stage in X.llm_stages(cfg, tests):
-        r = rows.setdefault(stage.row, {"stage": stage.row, "planned": 0, "traced": 0, "wall s": 0.0})
-        meta = X.load_meta(stage.path) if X.meta_path(stage.path).is_file() else {}
+        r = rows.setdefault(stage.row, {"stage": stage.row, "planned": 0, "traced": 0, "wall s": 0.0, "problem": ""})
         r["planned"] += len(stage.qids)
-        r["traced"] += meta.get("instructions", 0)
+        # traced = the trace's lines for this stage's instructions (not its meta's count: an emptied or edited
+        # trace is not "done"); a damaged trace is a problem named in the row
+        try:
+            meta = X.load_meta(stage.path) if X.meta_path(stage.path).is_file() else {}
+            traced = len(set(X.load_traces(stage.path)) & set(stage.qids)) if stage.path.is_file() else 0
+        except ValueError as e:
+            meta, traced = {}, 0
+            r["problem"] = (r["problem"] + "; " if r["problem"] else "") + str(e).split(";")[0]
+        r["traced"] += traced
         r["wall s"] += meta.get("wall_s", 0.0)
     frame = pd.DataFrame(list(rows.values())).set_index("stage")
     frame["wall h"] = (frame.pop("wall s") / 3600).round(2)

@@ -202,7 +202,21 @@ def alignment(cfg: QuerygenConfig, s: Setup) -> Alignment:
                                   "needed": len(ds.queries)})
         if per:
             a.iterations[t] = per
+    # an iteration with answers but no training record: Figure 4's reward cells for it are pending, with the reason
+    have = {int(h["iteration"]) for h in a.history if "iteration" in h}
+    for t in sorted(a.iterations):
+        if t not in have:
+            from toolkit.llm.client import default_cache_root
+            p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{cfg.align.tag()}.history.json"
+            a.pending.append({"method": f"Alignment it{t} reward (Figure 4)", "set": "training history",
+                              "cached": len(a.history), "needed": cfg.align.iterations,
+                              "reason": f"{_rel_path(p)} {'lacks this iteration' if p.is_file() else 'is missing'}"})
     return a
+
+
+def _rel_path(p: Path) -> str:
+    from toolkit.provenance import relative
+    return relative(p) or str(p)
 
 
 def ablation_setup(cfg: QuerygenConfig, s: Setup) -> Setup:

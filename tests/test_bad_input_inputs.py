@@ -472,3 +472,14 @@ def test_feedback_status_counts_trace_lines_not_the_meta_and_names_a_damaged_tra
         fmain.print_status(config_for("standard"))
     out = capsys.readouterr().out
     assert "DAMAGED test I3" in out and "nothing left" not in out
+
+
+def test_a_damaged_trace_line_is_an_error_for_replay_and_skipped_for_a_resumed_stage(tmp_path):
+    """Before: one damaged line made `feedback all` advise deleting a file of 150 good lines (~2.8 h of generation)."""
+    from toolkit.feedback.experiment import load_traces
+    p = tmp_path / "standard-test-I1-x.jsonl"
+    p.write_text(_trace_line("q1") + "\n" + _trace_line("q2")[:30] + "\n" + _trace_line("q3") + "\n")
+    with pytest.raises(ValueError, match=r"standard-test-I1-x.jsonl:2: not a feedback trace line .*regenerates that "
+                                         r"instruction alone"):
+        load_traces(p)
+    assert list(load_traces(p, skip_damaged=True)) == ["q1", "q3"]

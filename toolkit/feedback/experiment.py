@@ -132,9 +132,13 @@ def meta_path(path: Path) -> Path:
     return path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
 
 
-def load_traces(path: Path) -> dict[str, Trace]:
-    """The traces of a trace file by qid. A line that is not a trace, or a second line for a qid already read (an
-    edited or concatenated file: which of the two is the run's cannot be told), is an error naming both lines."""
+def load_traces(path: Path, skip_damaged: bool = False) -> dict[str, Trace]:
+    """The traces of a trace file by qid. A line that is not a trace is an error naming it, or, with
+    ``skip_damaged`` (a resumed stage), left out with a warning so that the stage regenerates that instruction alone
+    and rewrites the file without it. A second line for a qid already read (an edited or concatenated file: which of
+    the two is the run's cannot be told) is always an error naming both lines."""
+    import logging
+
     from toolkit import provenance
     out, line_of = {}, {}
     with open(path, encoding="utf-8") as f:
@@ -144,8 +148,13 @@ def load_traces(path: Path) -> dict[str, Trace]:
                 tr = Trace(r["qid"], r["instructions"], [dict(x) for x in r["runs"]], [], r["seconds"],
                            r.get("answers", []))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-                raise ValueError(f"{path}:{lineno}: not a feedback trace line ({e}); delete the file and rerun "
-                                 f"its stage to regenerate it") from e
+                if skip_damaged:
+                    logging.getLogger("toolkit.feedback").warning(
+                        "%s:%d: not a feedback trace line (%s); skipped, its instruction is traced again", path, lineno, e)
+                    continue
+                raise ValueError(f"{path}:{lineno}: not a feedback trace line ({e}); `python -m toolkit.feedback` "
+                                 f"regenerates that instruction alone when its stage is rerun (or restore the "
+                                 f"committed file: git checkout -- {path})") from e
             if tr.qid in out:
                 raise ValueError(f"{path}:{lineno}: a second trace for instruction {tr.qid!r} (the first is on line "
                                  f"{line_of[tr.qid]}); a trace file holds one line per instruction. Restore the "

@@ -129,7 +129,7 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
     from tqdm.auto import tqdm
 
     from toolkit.feedback.loop import iterate, llm_slots
-    done = X.load_traces(out) if out.is_file() else {}
+    done = X.load_traces(out, skip_damaged=True) if out.is_file() else {}   # a damaged line: traced again, alone
     done = {q: done[q] for q in queries if q in done}
     check_same_retriever(done, search, out, meta, prefix)
     prior_wall = X.load_meta(out).get("wall_s", 0.0) if done else 0.0

@@ -483,3 +483,21 @@ def test_a_damaged_trace_line_is_an_error_for_replay_and_skipped_for_a_resumed_s
                                          r"instruction alone"):
         load_traces(p)
     assert list(load_traces(p, skip_damaged=True)) == ["q1", "q3"]
+
+
+def test_feedback_checks_its_encoder_and_groups_before_any_work():
+    """Before: -p base=nonexistent-encoder ran 300 s of encoding first, and test_requests={"I9": ...} meant "all"."""
+    from toolkit.feedback.config import config_for
+    with pytest.raises(ValueError, match="30_feedback parameter base must be minilm, mpnet or a local model directory"):
+        config_for("standard", base="nonexistent-encoder")
+    with pytest.raises(ValueError, match="test_requests has no group 'I9'"):
+        config_for("standard", test_requests={"I9": 50})
+    assert config_for("standard", base="mpnet").base == "mpnet"
+
+
+@pytest.mark.parametrize("name", ["\N{ROBOT FACE}", "nonexistent-encoder"])
+def test_an_unknown_encoder_name_offline_is_a_clear_error_before_loading(name, monkeypatch):
+    from toolkit.retrieval.models import resolve_model
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match="not a local directory and not a registered encoder"):
+        resolve_model(name)

@@ -46,9 +46,24 @@ class FeedbackExperiment:
                              f"got {self.llm_slots}")
         if self.warmup_pos < 0:
             raise ValueError(f"30_feedback parameter warmup_pos must be >= 0 (0 = every gold API), got {self.warmup_pos}")
+        from toolkit.feedback.data import OUT_OF_DOMAIN
+        groups = ("I1", "I2", "I3", *OUT_OF_DOMAIN)
         for group, n in (self.test_requests or {}).items():
+            if group not in groups:     # a misspelt group would silently mean "all queries" for the real one
+                raise ValueError(f"30_feedback parameter test_requests has no group {group!r}; groups: "
+                                 f"{', '.join(groups)}")
             if n is not None and n < 1:
                 raise ValueError(f"test_requests[{group!r}] must be >= 1 or None, got {n}")
+        if self.profile != "paper":
+            # checked before any encoding: a name that is not an encoder fails here, not after minutes of work
+            from pathlib import Path
+
+            from toolkit.retrieval.models import registered_id
+            for name in ("base",):
+                v = getattr(self, name)
+                if registered_id(v) is None and not Path(v).expanduser().is_dir():
+                    raise ValueError(f"30_feedback parameter {name} must be minilm, mpnet or a local model "
+                                     f"directory, got {v!r}")
 
     def sample_size(self, group: str) -> int | None:
         return (self.test_requests or {}).get(group)

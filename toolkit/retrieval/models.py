@@ -161,6 +161,10 @@ def resolve_model(name: str) -> tuple[str, dict]:
     if card is None:
         if name.startswith((".", "/", "~")) or name.count("/") > 1:
             raise FileNotFoundError(f"model {name!r}: no such local directory (and not a hub id)")
+        if _offline():
+            # before any data is encoded: offline, a name that is neither registered nor a directory cannot load
+            raise FileNotFoundError(f"model {name!r}: not a local directory and not a registered encoder "
+                                    f"({', '.join(sorted(ALIASES))}), and HF_HUB_OFFLINE is set (no model hub)")
         return hub_id, {"model_id": hub_id, "source": "hub (via sentence-transformers)", "licence": "see model card"}
     local = _LOCATORS[hub_id]()
     info = {**card, "model_id": hub_id}

@@ -248,6 +248,14 @@ def test_llm_slots_must_be_positive_and_reach_the_backend(tmp_path, monkeypatch)
     assert "n_parallel" not in seen                    # None: the backend's own default (echo has no slots)
 
 
+def _traced(cfg, n):
+    """``n`` traces for the first instructions of the training-feedback stage (what status counts as traced)."""
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.loop import Trace
+    stage = X.llm_stages(cfg, X.test_datasets(cfg))[0]
+    return {q: Trace(q, ["x"], [{"a/b/c": 1.0}]) for q in stage.qids[:n]}
+
+
 def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path, monkeypatch):
     from dataclasses import asdict
 
@@ -259,8 +267,8 @@ def test_budget_plans_every_llm_stage_and_reads_the_benchmark_records(tmp_path, 
     assert plan == {"training feedback": 8, "test I1": 4, "test I2": 4, "test I3": 4, "test UltraTool": 4,
                     "Tables 4, 6, 7 (9 conditions)": 18}
     assert B.plan_hours(plan, rounds=3, seconds_per_round=60) == pytest.approx(42 * 3 / 60)
-    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)             # one stage half done: progress reads its meta
-    X.save_traces({}, X.train_trace_path(cfg), {"complete": False, "instructions": 4, "wall_s": 5400.0})
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)             # one stage half done: progress counts its lines
+    X.save_traces(_traced(cfg, 4), X.train_trace_path(cfg), {"complete": False, "instructions": 4, "wall_s": 5400.0})
     done = B.progress(cfg, X.test_datasets(cfg))
     assert list(done.planned) == list(plan.values()) and list(done.traced) == [4, 0, 0, 0, 0, 0]
     assert done.at["training feedback", "wall h"] == 1.5
@@ -312,7 +320,8 @@ def test_status_prints_the_plan_progress_without_a_model(capsys, monkeypatch, tm
     out = capsys.readouterr().out
     assert "30_feedback (smoke)" in out and "training feedback" in out and "Tables 4, 6, 7 (9 conditions)" in out
     assert "measured so far" not in out                            # nothing traced yet
-    X.save_traces({}, X.train_trace_path(config_for("smoke")), {"complete": False, "instructions": 4, "wall_s": 360.0})
+    X.save_traces(_traced(config_for("smoke"), 4), X.train_trace_path(config_for("smoke")),
+                  {"complete": False, "instructions": 4, "wall_s": 360.0})
     assert M.main(["status", "--profile", "smoke"]) == 0
     out = capsys.readouterr().out                                   # 42 planned, 4 traced at 90 s each
     assert "measured so far: 90 s per instruction over 4 traced -> ~0.9 h for the 38 left" in out

@@ -64,13 +64,18 @@ def test_resolve_alias_and_hub_id_give_the_packaged_minilm():
         assert hashlib.file_digest(f, "sha256").hexdigest() == info["weights_sha256"]
 
 
-def test_resolve_local_directory_and_bad_path(tmp_path):
+def test_resolve_local_directory_and_bad_path(tmp_path, monkeypatch):
     path, info = resolve_model(str(tmp_path))
     assert path == str(tmp_path.resolve()) and info["model_id"] == f"local:{tmp_path.resolve()}"
     with pytest.raises(FileNotFoundError, match="no such local directory"):
         resolve_model(str(tmp_path / "missing"))
-    # an unregistered hub id is passed through for sentence-transformers (no download here)
+    # an unregistered hub id is passed through for sentence-transformers where a hub is reachable (no download
+    # here); offline it is an error before anything loads
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     assert resolve_model("BAAI/bge-small-en-v1.5")[0] == "BAAI/bge-small-en-v1.5"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match="HF_HUB_OFFLINE is set"):
+        resolve_model("BAAI/bge-small-en-v1.5")
 
 
 def test_missing_weights_name_the_package(monkeypatch, tmp_path):

@@ -83,7 +83,7 @@ def print_status(cfg) -> None:
     tests = X.test_datasets(cfg)
     progress = B.progress(cfg, tests)
     print(f"30_feedback ({cfg.profile}): LLM {cfg.llm}, {cfg.llm_slots or 1} slot(s)")
-    problems = progress.pop("problem")
+    problems = progress.pop("problem") if "problem" in progress else progress.planned.map(lambda _: "")
     print(progress.to_string())
     for stage, msg in problems[problems != ""].items():
         print(f"DAMAGED {stage}: {msg}")

@@ -67,3 +67,10 @@ def test_20_reinvoke_smoke(tmp_path, monkeypatch):
     assert c["3A", "toole-multi", "+ Query generator", "ndcg@5"]["value"] == pytest.approx(0.5728, abs=1e-3)
     rt = c["4", "toole-all", "Re-Invoke query generator", "recall@5"]     # all 199 tools x 10 synthetic queries
     assert rt["n_queries"] == 1990 and rt["value"] == pytest.approx(0.8477, abs=1e-3)
+    # ToolBench I3: expanded with m = 5 stopped synthetic queries, so Table 3D has its ToolBench cells
+    assert "m=5" in c["1", "toolbench-i3", "Re-Invoke (dense)", "ndcg@5"]["note"]
+    assert {("3D", m) for m in ("Max similarity", "Mean similarity")} <= {(t, m) for t, d, m, _ in c if d == "toolbench-i3"}
+    run = json.loads((tmp_path / "20_reinvoke" / "smoke.json").read_text())
+    assert len(run["claims"]) == 12 and all(r["here"] in ("held", "not held", "within noise", "pending")
+                                            for r in run["claims"])
+    assert any(i["path"].startswith("data/llm_cache/reinvoke_synthetic_queries/") for i in run["inputs"])

@@ -148,7 +148,8 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
         marker.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {type(e).__name__}: {msg[-1] if msg else ''} "
                           f"(executed copy: {failed_copy.name})\n")
         raise
-    running.replace(out)
+    if running.is_file():
+        running.replace(out)
     marker.unlink(missing_ok=True)
     failed_copy.unlink(missing_ok=True)
     return out

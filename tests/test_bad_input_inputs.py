@@ -501,3 +501,12 @@ def test_an_unknown_encoder_name_offline_is_a_clear_error_before_loading(name, m
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(FileNotFoundError, match="not a local directory and not a registered encoder"):
         resolve_model(name)
+
+
+def test_a_toolkit_cache_that_is_a_file_names_the_variable(tmp_path, monkeypatch):
+    from toolkit.paths import cache_dir
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    monkeypatch.setenv("TOOLKIT_CACHE", str(f))
+    with pytest.raises(NotADirectoryError, match="TOOLKIT_CACHE=.*cannot be used as a directory"):
+        cache_dir()

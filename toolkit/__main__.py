@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
-    except (KeyError, ValueError, TypeError, FileNotFoundError) as e:
+    except (KeyError, ValueError, TypeError, FileNotFoundError, NotADirectoryError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"error: {msg}", file=sys.stderr)
         return 2

@@ -53,6 +53,12 @@ def data_dir() -> Path:
 
 def cache_dir() -> Path:
     """Directory for derived, re-creatable artefacts (joined weights, embedding cache)."""
-    path = Path(os.environ.get("TOOLKIT_CACHE", Path.home() / ".cache" / "toolret-repro")).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    env = os.environ.get("TOOLKIT_CACHE")
+    path = Path(env or Path.home() / ".cache" / "toolret-repro").expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError, PermissionError) as e:
+        what = f"TOOLKIT_CACHE={env!r}" if env else f"the cache directory {path}"
+        raise NotADirectoryError(f"{what} cannot be used as a directory ({type(e).__name__}: {e}); "
+                                 + ("point TOOLKIT_CACHE at a writable directory" if env else "unset it or fix it")) from None
     return path

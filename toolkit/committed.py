@@ -18,14 +18,12 @@ import gzip
 import json
 from pathlib import Path
 
-from toolkit.paths import PROJECT_DATA, REPO
+from toolkit.paths import PROJECT_DATA
 
 
 def _rel(p: Path) -> str:
-    try:
-        return p.resolve().relative_to(REPO.resolve()).as_posix()
-    except ValueError:
-        return str(p)
+    from toolkit.provenance import relative
+    return relative(p) or str(p)
 
 
 def _llm_cache(p: Path) -> str:

@@ -19,6 +19,8 @@ profile = "smoke"      # smoke | standard | paper
 stopwords = True       # Figure 2 overlap: drop English stop words before matching terms
 
 # %%
+from toolkit.notebook import parameters
+parameters(globals(), "00_datasets", ('profile', 'stopwords'))   # an unknown papermill -p name is an error
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -111,6 +113,7 @@ axes[1].set_title("Share of instruction terms found in the relevant documents")
 fig.tight_layout()
 figdir = rec.figure_dir()
 fig.savefig(figdir / f"fig2_length_overlap_{profile}.png", dpi=120)
+plt.show()
 summary = pd.DataFrame({"words_mean": lengths.groupby("dataset", sort=False).words.mean(),
                         "words_median": lengths.groupby("dataset", sort=False).words.median(),
                         "overlap_mean": overlap.groupby("dataset", sort=False).overlap.mean()})
@@ -123,7 +126,7 @@ summary.round(3)
 # %% [markdown]
 # **Reading** (numbers from the table above).
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 from IPython.display import Markdown, display  # noqa: E402
 
 

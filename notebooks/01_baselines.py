@@ -28,6 +28,8 @@ profile = "smoke"   # smoke | standard | paper
 overrides = {}      # any field of toolkit.baselines.BaselinesConfig, e.g. {"dense_model": "mpnet", "bm25_stemmer": "english"}
 
 # %%
+from toolkit.notebook import parameters
+overrides = parameters(globals(), "01_baselines", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
 from dataclasses import asdict
 
 import pandas as pd
@@ -53,6 +55,8 @@ if cfg.toolbench_release_dir:
 pd.DataFrame([d.stats() for d in data.values()]).set_index("dataset")[["queries", "documents", "qrels"]]
 
 # %%
+# NBVAL_IGNORE_OUTPUT
+# wall-clock index and search times: measured, not reproducible to the digit
 retrievers = {"BM25": lambda: build_retriever("bm25", **cfg.bm25_params()),
               "Dense": lambda: build_retriever(cfg.dense_model)}
 per_query, runs, timings = evaluate_grid(data, retrievers, B.METRICS, k=cfg.k, ties=cfg.ties)
@@ -90,7 +94,7 @@ side_by_side(rec, "toolrerank", "3").round(4)
 
 # %%
 B.record_feedback(rec, table, cfg.dense_model)
-pd.concat([side_by_side(rec, "iterative_feedback", "2"), side_by_side(rec, "iterative_feedback", "3")], axis=1).round(4)
+pd.concat([side_by_side(rec, "iterative_feedback", "2"), side_by_side(rec, "iterative_feedback", "3")]).round(4)
 
 # %% [markdown]
 # ## How much BM25 tokenization moves ToolE
@@ -113,7 +117,7 @@ pd.Series(variants, name="ToolE single nDCG@5").round(4).to_frame()
 # Numbers looked up in this run (`toolkit.report.Reading`); the smoke profile's 20 queries per dataset against the
 # candidate pools mean nothing.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from toolkit.compare import load_paper_numbers  # noqa: E402
 
 pn = {(r.paper, r.table, r.dataset, r.method, r.metric): r.value

@@ -48,13 +48,12 @@ overrides = {}      # fields of toolkit.toolrerank.config.ExperimentConfig (subs
                     # training Setup (ce_neg_pool, de_epochs, ...), e.g. {"ce_neg_pool": "all"}
 
 # %%
+from toolkit.notebook import parameters
+overrides = parameters(globals(), "10_toolrerank", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
 import json, time
 from dataclasses import asdict, replace
-import matplotlib
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
-import tqdm.auto  # noqa: F401 - first import here: its one-time IProgress warning must not land in a checked cell
 
 from toolkit.metrics import evaluate
 from toolkit.report import side_by_side
@@ -164,6 +163,7 @@ if curves:
         ax.set(xlabel="epoch", ylabel=labels.get(stage, "dev"), title=f"{stage} (kept: epoch {best})")
     fig.tight_layout()
     fig.savefig(rec.figure_dir() / f"learning_curves_{profile}.png", dpi=120)
+    plt.show()
     display(pd.DataFrame([{"stage": s_, **c} for s_, cv in curves.items() for c in cv]).set_index(["stage", "epoch"]))
 else:
     print("no per-epoch dev evaluation in this Setup (de/ce/cl_select_on_dev are off)")
@@ -288,6 +288,7 @@ ax.set_title(f"ToolLens mirrors, {profile}")
 fig.tight_layout()
 fig.savefig(rec.figure_dir() / f"fig1a_recall_vs_candidates_{profile}.png", dpi=120)
 fig_df.to_csv(rec.figure_dir() / f"fig1a_recall_vs_candidates_{profile}.csv", index=False)
+plt.show()
 rec.extra["fig1a"] = fig_rows
 fig_df.pivot(index="m", columns="tools", values="recall@5").mul(100).round(1)
 
@@ -453,7 +454,7 @@ if draws_pending:
 # and the diagnostics above), so the text follows the run it is in; the smoke profile's few queries per subset mean
 # nothing. Recall@5 in percent unless said otherwise.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 from IPython.display import Markdown, display  # noqa: E402
 
 from toolkit.report import Reading  # noqa: E402

@@ -14,7 +14,9 @@
 # - **LLM backbones.** Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp on the CPU) stands in for text-bison@001 and
 #   is recorded under the paper's main-row names; Qwen2.5-Coder-0.5B is the second backbone row (`[qwen-0.5b]`) in
 #   place of gpt-3.5-turbo / Mistral-7B. Intents and HyDE are decoded greedily (the paper gives no decoding
-#   parameters for them); synthetic queries at temperature 0.7, top-p 1, max 160 tokens, sample seeds 0..m-1.
+#   parameters for them); synthetic queries at temperature 0.7, top-p 1, sample seeds 0..m-1. ToolBench answers
+#   stop where the query ends (`SYNTHETIC_QUERY_STOP`, cap 256 tokens; task `queries_task_toolbench`); the ToolE
+#   answers were generated before that, with no stop and a 160-token cap (`queries_task_toole`), and are replayed.
 # - **Dense embedding.** `all-MiniLM-L6-v2` (parameter `dense_model`; `mpnet` = all-mpnet-base-v2) in place of
 #   Vertex AI textembedding-gecko@003; cosine similarity.
 # - **Query sets.** ToolE multi-tool: all 497 queries. ToolE single-tool: the non-LLM baselines on all 20,550
@@ -51,6 +53,8 @@ profile = "smoke"   # smoke | standard | paper
 overrides = {}      # any field of toolkit.reinvoke.config.ReinvokeConfig, e.g. {"dense_model": "mpnet"}
 
 # %%
+from toolkit.notebook import parameters
+overrides = parameters(globals(), "20_reinvoke", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
 import time
 from dataclasses import asdict
 
@@ -259,7 +263,7 @@ for name, s in sets.items():
 # most are `n/a` (12 queries per dataset, two datasets). The claims are the paper's; whether each holds is
 # computed from the same numbers.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 R = T.reading(values, t4)
 bb0, bb1 = bbs[0], (bbs[1] if len(bbs) > 1 else None)
 ic = {d: T.intent_counts(gens[bb0].intents.get(d, {})) for d in sets}

@@ -38,6 +38,8 @@ profile = "smoke"   # smoke | standard | paper
 overrides = {}      # any field of toolkit.feedback.config.FeedbackExperiment
 
 # %%
+from toolkit.notebook import parameters
+overrides = parameters(globals(), "30_feedback", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
 import pandas as pd
 
 from toolkit.feedback import tables as T
@@ -359,7 +361,7 @@ claims.drop(columns="tests")
 # corpora (10,439 / 13,142 / 1,605 APIs per group) and queries differ; the comparison that matters is within a row
 # set, on the same corpus and queries.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from IPython.display import Markdown, display  # noqa: E402
 
 from toolkit.report import Reading  # noqa: E402
@@ -497,4 +499,5 @@ if R.missing:
     print(f"{len(set(R.missing))} numbers are not in this run (n/a above)")
 
 # %%
-print(rec.save())
+path = rec.save()
+print(f"results: {path.relative_to(path.parents[2]).as_posix()}")

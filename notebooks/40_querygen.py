@@ -36,6 +36,8 @@ profile = "smoke"   # smoke | standard | paper
 overrides = {}      # any field of toolkit.querygen.config.QuerygenConfig, e.g. {"test_requests": 200}
 
 # %%
+from toolkit.notebook import parameters
+overrides = parameters(globals(), "40_querygen", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
 import time
 
 import pandas as pd
@@ -282,7 +284,7 @@ pending
 #
 # What the paper claims, and what this run shows (numbers formatted from this run's results).
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 def _v(dataset, method, metric, sample="all"):
     m = values[(values.dataset == dataset) & (values.method == method) & values.utterance & (values.metric == metric)]
     if method.startswith("Utterance"):
@@ -354,7 +356,7 @@ display(Markdown(claim + "\n\nHere:\n" + "\n".join(lines) + "\n\n" + "; ".join(c
 # on: on samples of a few hundred requests, a yes or no whose p is above 0.05 is an ordering the data cannot tell
 # from noise.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 paper_numbers = load_paper_numbers("querygen")
 paper_deltas = paper_numbers[paper_numbers.table.isin(["3", "4", "5"])].rename(columns={"value": "delta"})
 claims = pd.concat([T.claims(values, al.history, complete, cfg.align.iterations,
@@ -377,4 +379,5 @@ display(Markdown("Verdicts resting on a difference the sample cannot resolve (p 
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}
-print(rec.save())
+path = rec.save()
+print(f"results: {path.relative_to(path.parents[2]).as_posix()}")

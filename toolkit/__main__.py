@@ -2,6 +2,7 @@
 
   run NOTEBOOK|all --profile smoke|standard|paper [-p name=value ...]
   evaluate --dataset toole-single --retriever bm25 --metrics ndcg@1,ndcg@5,recall@5 [--json]
+  strip-notebooks          remove outputs from notebooks/*.ipynb (executed copies live in results/)
   datasets                 every dataset with its query and document counts
   compare                  paper value, ours and the difference for every reproduced cell
   check                    our own numbers against data/expected/<nb>/<profile>.yaml (OK/FAIL per cell)
@@ -24,6 +25,15 @@ def _cmd_run(args) -> int:
     params = dict(parse_param(p) for p in args.param)
     failed = run(args.notebooks, args.profile, params)
     return 1 if failed else 0
+
+
+def _cmd_strip(args) -> int:
+    from .notebook import strip
+    from .paths import NOTEBOOKS
+    paths = args.paths or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    for path in paths:
+        print(f"{path}: {'stripped' if strip(path) else 'clean'}")
+    return 0
 
 
 def _cmd_evaluate(args) -> int:
@@ -109,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="notebook parameter (checked against its parameters cell)")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("strip-notebooks", help="remove outputs from notebooks/*.ipynb, set the project's kernel")
+    p.add_argument("paths", nargs="*", help="notebooks (default: notebooks/[0-9]*.ipynb)")
+    p.set_defaults(func=_cmd_strip)
 
     p = sub.add_parser("evaluate", help="evaluate a retriever on a dataset")
     p.add_argument("--dataset", required=True)

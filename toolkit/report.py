@@ -9,7 +9,10 @@ from .results import Recorder
 def side_by_side(rec: Recorder, paper: str, table: str, wide: bool = True) -> pd.DataFrame:
     """Our cells of ``paper``/``table`` next to the paper's values (fractions; ``diff`` = ours - paper).
 
-    ``wide`` pivots to one row per method and a column pair (paper, ours) per dataset/metric.
+    ``wide`` (the default) gives one row per (dataset, method) and, per metric, three columns: the
+    paper's value, ours and Δ = ours - paper, then ``n`` (queries behind our cells). It stays as
+    narrow as the table has metrics, so it fits a laptop screen where a (dataset × metric) pivot did not.
+    ``wide=False`` gives the long frame: one row per cell with its note.
     """
     from .compare import load_paper_numbers
     ours = pd.DataFrame([c for c in rec.cells if c["paper"] == paper and c["table"] == str(table)])
@@ -22,11 +25,27 @@ def side_by_side(rec: Recorder, paper: str, table: str, wide: bool = True) -> pd
     df["diff"] = df["ours"] - df["paper"]
     df = df[["dataset", "method", "metric", "paper", "ours", "diff", "n_queries", "note"]]
     if not wide:
-        return df
-    w = df.pivot_table(index="method", columns=["dataset", "metric"], values=["paper", "ours"], sort=False)
-    w = w.reorder_levels([1, 2, 0], axis=1).sort_index(axis=1, level=[0, 1], sort_remaining=False)
-    order = list(dict.fromkeys(df["method"]))
-    return w.reindex(order)
+        return integral(df)
+    rows = list(dict.fromkeys(zip(df["dataset"], df["method"])))
+    metrics = list(dict.fromkeys(df["metric"]))
+    w = df.rename(columns={"diff": "Δ"}).pivot_table(index=["dataset", "method"], columns="metric",
+                                                      values=["paper", "ours", "Δ"], sort=False, dropna=False)
+    w = w.swaplevel(0, 1, axis=1).reindex(columns=pd.MultiIndex.from_product([metrics, ["paper", "ours", "Δ"]]))
+    n = df.groupby(["dataset", "method"], sort=False)["n_queries"].max()
+    w[("n", "")] = n.astype("Int64")
+    w = w.reindex(pd.MultiIndex.from_tuples(rows, names=["dataset", "method"]))
+    return integral(w)
+
+
+def integral(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns that hold only whole numbers (counts: queries, APIs, words) as integers, so a table
+    prints 195937, not 195937.0; a missing value stays <NA>."""
+    out = df.copy()
+    for col in out.columns:
+        x = out[col]
+        if x.dtype.kind == "f" and x.notna().any() and (x.dropna() % 1 == 0).all() and (x.dropna().abs() < 2**53).all():
+            out[col] = x.astype("Int64")
+    return out
 
 
 class Reading:

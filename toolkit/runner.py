@@ -105,19 +105,41 @@ def parse_param(text: str) -> tuple[str, object]:
     return name.strip(), value
 
 
-# tqdm.auto falls back to text bars in a kernel without ipywidgets, which is what a stored notebook
-# should hold; its warning about that put the venv's absolute path into every executed notebook.
+# tqdm.auto warns (with the venv's absolute path) in a kernel without ipywidgets; ipywidgets is pinned,
+# the filter stays for an environment built without it.
 KERNEL_WARNING_FILTERS = ("ignore:IProgress not found",)
+# An executed notebook is a document, not a terminal: no progress bars in it, by tqdm's and huggingface's
+# own switches (our bars and sentence-transformers' are tqdm; transformers' "Loading weights" follows
+# huggingface_hub's). A kernel in JupyterLab keeps its bars, as ipywidgets.
+KERNEL_QUIET = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
 
 
 def prepare_kernel_env() -> None:
     """Set what a notebook kernel started from this process inherits: this clone's ``toolkit`` first on
-    ``PYTHONPATH``, and the ``PYTHONWARNINGS`` filters above (existing entries kept)."""
+    ``PYTHONPATH``, the ``PYTHONWARNINGS`` filters and the progress-bar switches above (existing
+    entries kept)."""
     def merged(var, sep, first):
         rest = [p for p in os.environ.get(var, "").split(sep) if p and p not in first]
         return sep.join([*first, *rest])
     os.environ["PYTHONPATH"] = merged("PYTHONPATH", os.pathsep, [str(REPO)])
     os.environ["PYTHONWARNINGS"] = merged("PYTHONWARNINGS", ",", list(KERNEL_WARNING_FILTERS))
+    for name, value in KERNEL_QUIET.items():
+        os.environ.setdefault(name, value)
+
+
+def local_kernel_manager():
+    """The kernel manager papermill starts kernels with: jupyter_client's, over IPC (Unix sockets in the
+    runtime directory) instead of TCP on localhost, so the kernel has no open port and no reason to warn
+    "Kernel is running over TCP without encryption" at every run."""
+    from jupyter_client import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc"
+
+    return IPCKernelManager
 
 
 def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
@@ -138,7 +160,7 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     try:
         pm.execute_notebook(str(path), str(running), parameters={"profile": profile, **params}, kernel_name="python3",
                             cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output,
-                            request_save_on_cell_execute=False)
+                            request_save_on_cell_execute=False, kernel_manager_class=local_kernel_manager())
     except Exception as e:
         # the failed copy shows the failure; the JSON and notebook beside it are the previous good run: mark
         # them so that whoever reads them (compare, check) says so
@@ -149,10 +171,27 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
                           f"(executed copy: {failed_copy.name})\n")
         raise
     if running.is_file():
+        _relative_paths(running, path, out)
         running.replace(out)
     marker.unlink(missing_ok=True)
     failed_copy.unlink(missing_ok=True)
     return out
+
+
+def _relative_paths(executed: Path, source: Path, final: Path) -> None:
+    """papermill records the absolute input and output paths of a run: store them relative to the
+    repository (an executed notebook is committed; this machine's paths are not the reader's)."""
+    import nbformat
+    nb = nbformat.read(executed, as_version=4)
+    meta = nb.metadata.get("papermill", {})
+
+    def rel(p: Path) -> str:
+        try:
+            return p.resolve().relative_to(REPO).as_posix()
+        except ValueError:
+            return p.name
+    meta.update(input_path=rel(source), output_path=rel(final))
+    nbformat.write(nb, executed)
 
 
 def run(names: list[str], profile: str, params: dict | None = None, stream=sys.stdout) -> int:

@@ -109,6 +109,8 @@ def print_status(cfg) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import logging
+    logging.basicConfig(level=logging.INFO, format="[feedback] %(message)s", stream=sys.stderr)
     p = argparse.ArgumentParser(prog="python -m toolkit.feedback", description=__doc__.split("\n\n")[0])
     p.add_argument("stage", choices=("warmup", "keep-warmup", "keep-model", "train-feedback", "train", "test", "toolretriever", "all", "status"))
     p.add_argument("--profile", default="standard", choices=PROFILE_NAMES)

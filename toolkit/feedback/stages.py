@@ -19,8 +19,15 @@ from toolkit.feedback import experiment as X
 
 
 def _log(msg: str) -> None:
-    import sys
-    print(f"[feedback] {msg}", file=sys.stderr, flush=True)
+    """A stage's progress line, logged at INFO on ``toolkit.feedback``: ``python -m toolkit.feedback`` prints it
+    (stderr); a notebook, which configures no logging, does not (notebook 30 says what its stages wrote)."""
+    import logging
+    logging.getLogger("toolkit.feedback").info(msg)
+
+
+def _shown(path) -> str:
+    from toolkit.provenance import relative
+    return relative(path) or str(path)
 
 
 def models_dir() -> Path:
@@ -217,7 +224,7 @@ def train_feedback(cfg, llm=None) -> Path:
     traces = iterate_to_file(train.query_texts(), dense_search(path, train.corpus), train.corpus, llm, out,
                              {"stage": "train-feedback", "retriever": X.warmup_id(cfg), "warmup_stats": stats,
                               "llm": cfg.llm}, rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
-    _log(f"{len(traces)} training traces -> {out}")
+    _log(f"{len(traces)} training traces -> {_shown(out)}")
     return out
 
 
@@ -253,7 +260,7 @@ def test(cfg, group: str, n: int | None, llm=None) -> Path:
                              {"stage": "test", "group": group, "n": len(ds.queries), "model": X.model_id(cfg),
                               "training_stats": stats, "llm": cfg.llm},
                              rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=cfg.training.prefix)
-    _log(f"{len(traces)} {group} traces -> {out}")
+    _log(f"{len(traces)} {group} traces -> {_shown(out)}")
     return out
 
 

@@ -71,4 +71,4 @@ compare: env
 # all in reach; the notebooks open on the project's kernel (installed by `make env`). Installs nothing.
 lab: env
 	$(VENV)/bin/jupyter lab --notebook-dir="$(CURDIR)" --MappingKernelManager.default_kernel_name=toolret-repro \
-	  --KernelManager.transport=ipc
+	  --KernelManager.transport=ipc $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -56,7 +56,7 @@ notebooks: env
 # The notebook in a real browser: JupyterLab headless, Debian's chromium driven by playwright, one
 # notebook run cell by cell (tests/test_browser.py). Needs `apt-get install chromium`.
 browser-test: env
-	$(PY) -m pytest -q -p no:cacheprovider -m browser tests/test_browser.py
+	TOOLKIT_BROWSER_TEST=1 $(PY) -m pytest -q -p no:cacheprovider -s -m browser tests/test_browser.py
 
 bench: env
 	$(PY) scripts/bench_retrieval.py

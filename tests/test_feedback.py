@@ -312,7 +312,9 @@ def test_baseline_values_add_the_llm_sample_rows_only_where_there_is_a_sample():
     assert v[(v.set == "I2") & (v.metric == "ndcg@1")].value.iloc[0] == pytest.approx(1.0)
 
 
-def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path, capsys):
+def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path, caplog):
+    import logging
+    caplog.set_level(logging.INFO, logger="toolkit.feedback")     # stage progress lines are logged (the CLI prints them)
     from toolkit.feedback import experiment as X
     from toolkit.feedback.stages import iterate_to_file
     answer, seen = _scripted({"find weather": "find the weather forecast"})
@@ -332,7 +334,7 @@ def test_iterate_to_file_keeps_finished_chunks_and_resumes_after_them(tmp_path, 
     assert got["q1"].answers == X.load_traces(out)["q1"].answers == [["no", "yes"], ["yes", "yes"]]
     check, *loop = calls
     assert check == {"q1": "Iteration 0: find weather"}         # the resume first re-checks q1's round 0 as searched
-    assert "round 0 of 1 traced instructions reproduced (max |score change| 0.0e+00)" in capsys.readouterr().err
+    assert "round 0 of 1 traced instructions reproduced (max |score change| 0.0e+00)" in caplog.text
     assert all("q1" not in c for c in loop)                     # ... and does not run it again
     assert len(seen) == n_calls + 2 * 3                         # q2, q3: one round of steps 1-3 each, then N/A
     assert X.load_meta(out)["complete"] is True and X.load_meta(out)["instructions"] == 3

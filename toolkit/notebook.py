@@ -25,8 +25,13 @@ def injected_parameters(history: list[str]) -> dict[str, object]:
     one (``history`` is IPython's ``In``: ``In[-1]`` is the running cell)."""
     if len(history) < 2 or not history[-2].lstrip().startswith(INJECTED_HEADER):
         return {}
+    return assignments(history[-2])
+
+
+def assignments(source: str) -> dict[str, object]:
+    """``name = <literal>`` lines of a parameters cell, parsed (never executed)."""
     out = {}
-    for node in ast.parse(history[-2]).body:
+    for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             out[node.targets[0].id] = ast.literal_eval(node.value)
     return out

@@ -39,18 +39,14 @@ def notebook_path(name: str) -> Path:
 
 def notebook_parameters(path: Path) -> dict[str, object]:
     """Defaults of the notebook's ``parameters`` cell (evaluated as Python literals)."""
-    import ast
-
     import nbformat
+
+    from .notebook import assignments
     nb = nbformat.read(path, as_version=4)
     cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
         raise ValueError(f"{path} must have exactly one cell tagged 'parameters' (has {len(cells)})")
-    defaults = {}
-    for node in ast.parse(cells[0].source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            defaults[node.targets[0].id] = ast.literal_eval(node.value)
-    return defaults
+    return assignments(cells[0].source)
 
 
 # notebooks whose parameters cell is ``profile`` + ``overrides``: their configuration object checks

@@ -19,11 +19,8 @@ import json
 from pathlib import Path
 
 from toolkit.paths import PROJECT_DATA
+from toolkit.provenance import shown
 
-
-def _rel(p: Path) -> str:
-    from toolkit.provenance import relative
-    return relative(p) or str(p)
 
 
 def _llm_cache(p: Path) -> str:
@@ -84,13 +81,13 @@ def verify_committed(root: Path | None = None) -> dict[str, str]:
     root = Path(root or PROJECT_DATA)
     out: dict[str, str] = {}
     for p in sorted((root / "llm_cache").glob("*/*.jsonl")):
-        out[_rel(p)] = _llm_cache(p)
+        out[shown(p)] = _llm_cache(p)
     for p in sorted((root / "llm_cache").glob("querygen_*/*.json")):
-        out[_rel(p)] = _json_object(p)
+        out[shown(p)] = _json_object(p)
     for p in sorted((root / "feedback_traces").glob("*.jsonl")):
         if not p.name.startswith("smoke-"):
-            out[_rel(p)] = _trace(p)
+            out[shown(p)] = _trace(p)
     for p in sorted((root / "score_cache" / "toolrerank").glob("*.json.gz")):
         if not p.name.startswith("smoke-"):
-            out[_rel(p)] = _score_cache(p)
+            out[shown(p)] = _score_cache(p)
     return out

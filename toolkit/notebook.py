@@ -55,8 +55,8 @@ def fold_injected(notebook: str, cell: dict[str, object], injected: dict[str, ob
 
 
 def display_options() -> None:
-    """Tables shown whole: every column, notes and claims not cut at 50 characters, counts as
-    integers (a float column prints 195937.0 only when it holds a fraction)."""
+    """Tables shown whole: every column, and notes and claims not cut at 50 characters (counts as
+    integers: ``toolkit.report.integral``)."""
     import pandas as pd
     pd.set_option("display.max_columns", None)
     pd.set_option("display.max_colwidth", None)

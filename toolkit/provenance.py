@@ -51,6 +51,11 @@ def relative(path: str | Path) -> str | None:
         return None
 
 
+def shown(path: str | Path) -> str:
+    """``path`` as a message or a stored file shows it: relative to the repository, else as given."""
+    return relative(path) or str(path)
+
+
 def record_input(path: str | Path, records: int | None = None, kind: str = "", damaged: list[str] | None = None) -> None:
     """Note that this run read ``path`` (``records``: how many of its records it used; ``damaged``: "file:line: why"
     of each record that could not be read and was skipped). Files outside the repository are not recorded."""

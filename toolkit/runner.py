@@ -179,14 +179,9 @@ def _relative_paths(executed: Path, source: Path, final: Path) -> None:
     repository (an executed notebook is committed; this machine's paths are not the reader's)."""
     import nbformat
     nb = nbformat.read(executed, as_version=4)
+    from .provenance import relative
     meta = nb.metadata.get("papermill", {})
-
-    def rel(p: Path) -> str:
-        try:
-            return p.resolve().relative_to(REPO).as_posix()
-        except ValueError:
-            return p.name
-    meta.update(input_path=rel(source), output_path=rel(final))
+    meta.update(input_path=relative(source) or source.name, output_path=relative(final) or final.name)
     nbformat.write(nb, executed)
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from toolkit.feedback import experiment as X
+from toolkit.provenance import shown
 
 
 def _log(msg: str) -> None:
@@ -23,11 +24,6 @@ def _log(msg: str) -> None:
     (stderr); a notebook, which configures no logging, does not (notebook 30 says what its stages wrote)."""
     import logging
     logging.getLogger("toolkit.feedback").info(msg)
-
-
-def _shown(path) -> str:
-    from toolkit.provenance import relative
-    return relative(path) or str(path)
 
 
 def models_dir() -> Path:
@@ -224,7 +220,7 @@ def train_feedback(cfg, llm=None) -> Path:
     traces = iterate_to_file(train.query_texts(), dense_search(path, train.corpus), train.corpus, llm, out,
                              {"stage": "train-feedback", "retriever": X.warmup_id(cfg), "warmup_stats": stats,
                               "llm": cfg.llm}, rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
-    _log(f"{len(traces)} training traces -> {_shown(out)}")
+    _log(f"{len(traces)} training traces -> {shown(out)}")
     return out
 
 
@@ -260,7 +256,7 @@ def test(cfg, group: str, n: int | None, llm=None) -> Path:
                              {"stage": "test", "group": group, "n": len(ds.queries), "model": X.model_id(cfg),
                               "training_stats": stats, "llm": cfg.llm},
                              rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=cfg.training.prefix)
-    _log(f"{len(traces)} {group} traces -> {_shown(out)}")
+    _log(f"{len(traces)} {group} traces -> {shown(out)}")
     return out
 
 

@@ -23,6 +23,7 @@ from toolkit.querygen import generation as gen
 from toolkit.querygen.config import QuerygenConfig
 from toolkit.querygen.data import QuerygenSplit, make_split
 from toolkit.querygen.retrieval import QueryIndex, query_sets
+from toolkit.provenance import shown
 
 TEST_SETS = ("querygen-in-domain", "querygen-out-of-domain")
 
@@ -210,13 +211,9 @@ def alignment(cfg: QuerygenConfig, s: Setup) -> Alignment:
             p = default_cache_root() / ALIGN_NAMESPACE / f"querygen-align-{cfg.align.tag()}.history.json"
             a.pending.append({"method": f"Alignment it{t} reward (Figure 4)", "set": "training history",
                               "cached": len(a.history), "needed": cfg.align.iterations,
-                              "reason": f"{_rel_path(p)} {'lacks this iteration' if p.is_file() else 'is missing'}"})
+                              "reason": f"{shown(p)} {'lacks this iteration' if p.is_file() else 'is missing'}"})
     return a
 
-
-def _rel_path(p: Path) -> str:
-    from toolkit.provenance import relative
-    return relative(p) or str(p)
 
 
 def ablation_setup(cfg: QuerygenConfig, s: Setup) -> Setup:

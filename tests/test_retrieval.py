@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import importlib.metadata
 import zipfile
 
@@ -152,11 +154,14 @@ def test_cache_encodes_only_misses_once(tmp_path, monkeypatch, minilm):
     texts = MORE[:20] + MORE[:5]  # 20 unique
     v1 = encode("minilm", texts, batch_size=8, root=tmp_path)
     assert sum(calls) == 20 and calls == [8, 8, 4] and v1.dtype == np.float32 and v1.shape == (25, 384)
-    assert np.allclose(v1[:5], v1[20:]) and np.allclose(np.linalg.norm(v1, axis=1), 1, atol=1e-5)
+    # float16 storage: unit norm within float16 rounding, and every value a float16 value
+    assert np.allclose(v1[:5], v1[20:]) and np.allclose(np.linalg.norm(v1, axis=1), 1, atol=1e-4)
+    assert np.array_equal(v1, v1.astype(np.float16).astype(np.float32))
     direct = minilm.encode(MORE[:3], normalize_embeddings=True)
     calls.clear()
     v2 = encode("minilm", MORE[2::-1], batch_size=8, root=tmp_path)  # all cached, other order
-    assert calls == [] and np.allclose(v2, direct[::-1], atol=1e-5)
+    # the encoder's output within float16 rounding (other batches pad differently: last bits differ)
+    assert calls == [] and np.allclose(v2, direct[::-1], atol=2e-4)
     embedding_cache._STORES.clear()  # a new process: loads the shards from disk
     v3 = encode("minilm", MORE, batch_size=8, root=tmp_path)
     assert calls == [4] and np.allclose(v3[:20], v1[:20])
@@ -174,10 +179,50 @@ def test_cache_namespace_separates_normalize_and_model(tmp_path, monkeypatch, mi
     local.mkdir()
     (local / "model.safetensors").write_bytes(b"v1")
     before = embedding_cache.namespace(str(local))
+    os.utime(local / "model.safetensors", ns=(1, 1))  # restored with other mtimes: the same model
+    assert embedding_cache.namespace(str(local)) == before
+    moved = tmp_path / "elsewhere" / "my-finetuned"
+    shutil.copytree(local, moved)  # copied to another path: the same vectors
+    assert embedding_cache.namespace(str(moved))[0] == before[0]
     (local / "model.safetensors").write_bytes(b"v2-retrained")
     after = embedding_cache.namespace(str(local))
     assert before[0].startswith("my-finetuned-norm-") and before[0] != after[0]
     assert after[1]["model_id"] == f"local:{local.resolve()}"
+    assert after[1]["weights_sha256"] == models.weights_sha256(local) != before[1]["weights_sha256"]
+
+
+def test_committed_layer_replays_a_logged_run_without_encoding(tmp_path, monkeypatch, minilm):
+    """A run logged with TOOLKIT_EMBEDDING_LOG, committed as float16, replays on an empty machine cache
+    with the same vectors and no model call; a damaged committed file is an error naming it."""
+    committed = tmp_path / "committed"
+    monkeypatch.setattr(embedding_cache, "COMMITTED", committed)
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path / "machine-a"))
+    monkeypatch.setenv("TOOLKIT_EMBEDDING_LOG", str(tmp_path / "log"))
+    embedding_cache._STORES.clear()
+    first = encode("minilm", MORE[:10])
+    encode("minilm", MORE[5:12], normalize=False)  # a second namespace
+    assert embedding_cache.commit_logged(tmp_path / "log") == {
+        embedding_cache.namespace("minilm")[0]: 10, embedding_cache.namespace("minilm", False)[0]: 7}
+    assert set(embedding_cache.verify_committed_embeddings(committed).values()) == {"ok"}
+    monkeypatch.delenv("TOOLKIT_EMBEDDING_LOG")
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path / "machine-b"))  # a fresh clone's empty cache
+    embedding_cache._STORES.clear()
+    calls = counting(monkeypatch, minilm)
+    assert np.array_equal(encode("minilm", MORE[9::-1]), first[::-1]) and calls == []
+    mixed = encode("minilm", MORE[8:14])  # two from the committed layer, four encoded
+    assert sum(calls) == 4 and np.array_equal(mixed[:2], first[8:10])
+    monkeypatch.setenv("TOOLKIT_COMMITTED_EMBEDDINGS", "0")  # ignored: encodes what this machine lacks
+    embedding_cache._STORES.clear()
+    calls.clear()
+    encode("minilm", MORE[:3])
+    assert sum(calls) == 3
+    monkeypatch.delenv("TOOLKIT_COMMITTED_EMBEDDINGS")
+    shard = next((committed / embedding_cache.namespace("minilm")[0]).glob("shard-*.keys.npy"))
+    shard.write_bytes(shard.read_bytes()[:-4] + b"\0\0\0\0")
+    embedding_cache._STORES.clear()
+    assert embedding_cache.verify_committed_embeddings(committed)[str(shard)] == "sha256 does not match MANIFEST.json"
+    with pytest.raises(ValueError, match=f"{shard.name}.*sha256.*git checkout"):
+        encode("minilm", MORE[20:22])
 
 
 def test_interrupted_encode_keeps_finished_shards(tmp_path, monkeypatch, minilm):

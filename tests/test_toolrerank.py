@@ -126,6 +126,23 @@ def test_har_multi_components_and_n():
         har_multi(R, s, TOOL, no_sim, 0.7, n=0)
 
 
+def test_har_multi_matrix_path_matches_pair_function():
+    """The vectorised path (a sim matrix, scipy components) orders exactly as the pair function does."""
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        R = [f"{'abcd'[i % 4]}:{i}" for i in rng.permutation(12)]
+        E = rng.standard_normal((12, 8)).astype(np.float32)
+        E /= np.linalg.norm(E, axis=1, keepdims=True)
+        pos = {r: i for i, r in enumerate(R)}
+        s = {r: float(v) for r, v in zip(R, rng.random(12))}
+        tool = (lambda r: r.split(":")[0]) if trial % 2 else (lambda r: r)  # with and without shared tools
+        tau, n = float(rng.choice([0.0, 0.3, 0.6])), int(rng.integers(1, 4))
+        pair = har_multi(R, s, tool, lambda a, b: float(E[pos[a]] @ E[pos[b]]), tau, n)
+        assert har_multi(R, s, tool, E @ E.T, tau, n) == pair
+    with pytest.raises(ValueError, match="shape"):
+        har_multi(R, s, tool, np.zeros((2, 2)), 0.5, 1)
+
+
 def test_connected_components_transitive():
     edges = {(0, 2), (2, 4)}
     comps = connected_components(list("abcde"), lambda i, j: (i, j) in edges)

@@ -9,6 +9,7 @@
   fetch [--only NAME ...]  download the raw data files (sha256-checked) into the data directory
   verify                   check every raw data file against data/SOURCES.json, and the committed caches and traces
   llm generate ...         fill the LLM response caches (see toolkit.llm.cli)
+  embeddings verify|commit the committed float16 embeddings a fresh clone replays (see toolkit.retrieval.embedding_cache)
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from toolkit.config import int_at_least
 
@@ -108,6 +110,24 @@ def _cmd_verify(args) -> int:
     return 1 if bad + nbad else 0
 
 
+def _cmd_embeddings(args) -> int:
+    from toolkit.retrieval.embedding_cache import COMMITTED, commit_logged, verify_committed_embeddings
+    if args.action == "commit":
+        if not args.log:
+            print("embeddings commit needs --log DIR (the TOOLKIT_EMBEDDING_LOG of a run)", file=sys.stderr)
+            return 2
+        for name, n in commit_logged(Path(args.log)).items():
+            print(f"{n:>7,} vectors  {name}")
+    status = verify_committed_embeddings()
+    for path, s in status.items():
+        if s != "ok":
+            print(f"BAD      {path}: {s}")
+    size = sum(f.stat().st_size for f in COMMITTED.glob("*/*.npy"))
+    print(f"{sum(s == 'ok' for s in status.values())}/{len(status)} committed embedding files ok "
+          f"({size / 1e6:.1f} MB)")
+    return 0 if all(s == "ok" for s in status.values()) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m toolkit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("--committed", action="store_true", help="only the committed caches, traces and score caches")
     p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("embeddings", help="the committed float16 embedding layer: verify, or commit a logged run's")
+    p.add_argument("action", choices=["verify", "commit"])
+    p.add_argument("--log", help="commit: the TOOLKIT_EMBEDDING_LOG directory of a run")
+    p.set_defaults(func=_cmd_embeddings)
 
     from . import check, compare
     from .llm import cli as llm_cli

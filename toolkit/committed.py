@@ -90,4 +90,6 @@ def verify_committed(root: Path | None = None) -> dict[str, str]:
     for p in sorted((root / "score_cache" / "toolrerank").glob("*.json.gz")):
         if not p.name.startswith("smoke-"):
             out[shown(p)] = _score_cache(p)
+    from toolkit.retrieval.embedding_cache import verify_committed_embeddings
+    out.update(verify_committed_embeddings(root / "embeddings"))
     return out

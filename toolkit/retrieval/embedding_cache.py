@@ -1,11 +1,25 @@
 """On-disk embedding cache keyed by (model, text), so every text is encoded once per model.
 
-Layout: ``cache_dir()/embeddings/<namespace>/`` where the namespace names the model id, the
-normalize flag and ``max_seq_length`` (all three change the vectors). Inside, append-only shards
+Layout: ``cache_dir()/embeddings/<namespace>/`` where the namespace names the model, the
+normalize flag and ``max_seq_length`` (all three change the vectors). A registered model is named
+by its hub id (its weights are pinned by package and checksum); a local model directory by the
+sha256 of its weight files' content, so a model restored elsewhere or with new mtimes finds its vectors. Inside, append-only shards
 ``shard-*.npy`` (float32 vectors) + ``shard-*.keys.npy`` (sha256 digests of the UTF-8 texts, 32 bytes).
 The keys file is renamed into place last, so a shard without keys (an interrupted write) is
 ignored; an interrupted ``encode`` keeps every shard it finished. Lookups are vectorised
 (``np.searchsorted`` over the sorted digests), so loading 20k cached vectors takes milliseconds.
+
+Vectors are kept in float16 (``VECTOR_DTYPE``) and returned as float32: every vector a caller sees
+is the float16 rounding of the encoder's output, whether it was encoded just now, read from this
+machine's cache or from the committed one. That is what lets a fresh clone replay the standard
+profile from committed vectors with bit-identical results (a cosine moves by about 1e-4).
+
+Committed layer: ``data/embeddings/<namespace>/`` holds, read-only, the vectors the standard profile
+needs (``python -m toolkit embeddings commit``), each file's sha256 in ``data/embeddings/MANIFEST.json``
+and checked when first read. ``encode`` looks in this machine's cache, then in the committed layer,
+and encodes only what neither holds. ``TOOLKIT_COMMITTED_EMBEDDINGS=0`` ignores the committed layer
+(to measure a cold encode); ``TOOLKIT_EMBEDDING_LOG=<dir>`` records every text key a run looks up,
+which is what ``embeddings commit --log <dir>`` exports.
 
     vecs = encode("minilm", texts)            # encodes only the cache misses, deduplicated
 """
@@ -21,10 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkit.paths import cache_dir
-from toolkit.retrieval.models import MODEL_CARDS, load_encoder, registered_id, resolve_model
+from toolkit.paths import PROJECT_DATA, cache_dir, portable
+from toolkit.retrieval.models import MODEL_CARDS, load_encoder, registered_id, resolve_model, weights_sha256
 
 SHOW_PROGRESS_FROM = 256  # show a tqdm bar when at least this many texts must be encoded
+VECTOR_DTYPE = np.float16  # stored precision; vectors are returned as float32 of these values
+COMMITTED = PROJECT_DATA / "embeddings"
+MANIFEST = "MANIFEST.json"
 
 
 def text_keys(texts: list[str]) -> np.ndarray:
@@ -33,13 +50,6 @@ def text_keys(texts: list[str]) -> np.ndarray:
         if not isinstance(t, str):
             raise TypeError(f"texts must be str, got {type(t).__name__}: {t!r:.80}")
     return np.array([hashlib.sha256(t.encode("utf-8")).digest() for t in texts], dtype="S32")
-
-
-def _local_fingerprint(path: Path) -> str:
-    """Cheap identity of a local model directory: names, sizes and mtimes of its weight files."""
-    files = sorted(p for p in path.rglob("*") if p.suffix in {".safetensors", ".bin", ".pt"} and p.is_file())
-    desc = [(str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
-    return hashlib.sha256(json.dumps(desc).encode()).hexdigest()[:16]
 
 
 def namespace(model_name: str, normalize: bool = True) -> tuple[str, dict]:
@@ -54,21 +64,26 @@ def namespace(model_name: str, normalize: bool = True) -> tuple[str, dict]:
         if Path(target).is_dir():  # local directory
             cfg = Path(target) / "sentence_bert_config.json"
             max_len = json.loads(cfg.read_text()).get("max_seq_length") if cfg.is_file() else None
-            extra = {"fingerprint": _local_fingerprint(Path(target))}
+            extra = {"weights_sha256": weights_sha256(target)}
         else:  # unregistered hub model: ask the loaded encoder
             max_len = load_encoder(model_name).max_seq_length
     desc = {"model_id": model_id, "normalize": bool(normalize), "max_seq_length": max_len, **extra}
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id.rsplit("/", 1)[-1])[:60]
-    digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:10]
+    # a local model is its content: the path (in model_id, kept for the reader) is not part of the key
+    key = {k: v for k, v in desc.items() if not (extra and k == "model_id")}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
     return f"{base}-{'norm' if normalize else 'raw'}-L{desc['max_seq_length']}-{digest}", desc
 
 
 class ShardStore:
     """Append-only shards of (keys, vectors) in one directory, memoised in-process."""
 
-    def __init__(self, directory: Path, desc: dict | None = None):
-        self.dir, self.desc = Path(directory), desc or {}
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, directory: Path, desc: dict | None = None, read_only: bool = False,
+                 checksums: dict[str, str] | None = None):
+        self.dir, self.desc, self.read_only = Path(directory), desc or {}, read_only
+        self.checksums = checksums  # {file name: sha256}: every shard must be listed and match
+        if not read_only:
+            self.dir.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._index = None  # (sorted keys, row order, all vectors)
 
@@ -76,6 +91,8 @@ class ShardStore:
         for kpath in sorted(self.dir.glob("shard-*.keys.npy")):
             name = kpath.name[: -len(".keys.npy")]
             if name not in self._shards:
+                if self.checksums is not None:
+                    self._verify(name)
                 try:
                     keys, vecs = np.load(kpath), np.load(self.dir / f"{name}.npy")
                 except FileNotFoundError:  # removed by a concurrent compact(); its merged shard is listed too
@@ -87,6 +104,18 @@ class ShardStore:
                 self._index = None
         return self
 
+    def _verify(self, name: str) -> None:
+        from toolkit.provenance import sha256
+
+        for f in (self.dir / f"{name}.npy", self.dir / f"{name}.keys.npy"):
+            want = self.checksums.get(f.name)
+            got = sha256(f) if f.is_file() else None
+            if want is None or got != want:
+                raise ValueError(f"committed embedding file {portable(f)}: "
+                                 f"{'not in ' + MANIFEST if want is None else 'missing' if got is None else 'sha256 ' + got[:12] + '... does not match ' + MANIFEST}"
+                                 f". Restore it with `git checkout -- {portable(self.dir)}`, or set "
+                                 "TOOLKIT_COMMITTED_EMBEDDINGS=0 to encode without the committed vectors")
+
     def __len__(self) -> int:
         return sum(len(k) for k, _ in self._shards.values())
 
@@ -96,7 +125,8 @@ class ShardStore:
                 self._index = (np.empty(0, "S32"), np.empty(0, np.int64), None)
             else:
                 keys = np.concatenate([k for k, _ in self._shards.values()])
-                vecs = np.concatenate([v for _, v in self._shards.values()]).astype(np.float32, copy=False)
+                # float32 of the stored float16 values (older float32 shards are rounded the same way)
+                vecs = np.concatenate([v for _, v in self._shards.values()]).astype(VECTOR_DTYPE).astype(np.float32)
                 order = np.argsort(keys, kind="stable")
                 self._index = (keys[order], order, vecs)
         return self._index
@@ -115,8 +145,10 @@ class ShardStore:
 
     def append(self, keys: np.ndarray, vecs: np.ndarray) -> None:
         """Write one shard atomically: vectors first, keys last (the keys file marks it complete)."""
+        if self.read_only:
+            raise PermissionError(f"embedding store {portable(self.dir)} is read-only (the committed layer)")
         name = f"shard-{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+        vecs = np.ascontiguousarray(vecs, dtype=VECTOR_DTYPE)
         for suffix, arr in ((".npy", vecs), (".keys.npy", np.asarray(keys, dtype="S32"))):
             tmp = self.dir / f".{name}{suffix}.tmp"
             with open(tmp, "wb") as f:
@@ -154,12 +186,44 @@ def store_for(model_name: str, normalize: bool = True, root: Path | None = None)
     return _STORES[directory].refresh()
 
 
+def committed_store(model_name: str, normalize: bool = True) -> ShardStore | None:
+    """The committed, read-only layer of this model's vectors (None if none is committed, or when
+    ``TOOLKIT_COMMITTED_EMBEDDINGS=0``). Every shard is checked against ``MANIFEST.json`` when read."""
+    if os.environ.get("TOOLKIT_COMMITTED_EMBEDDINGS", "1").strip().lower() in {"0", "false", "no", "off"}:
+        return None
+    name, desc = namespace(model_name, normalize)
+    directory = COMMITTED / name
+    if not directory.is_dir():
+        return None
+    if directory not in _STORES:
+        manifest = COMMITTED / MANIFEST
+        try:
+            sums = json.loads(manifest.read_text())["files"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
+            raise ValueError(f"{portable(manifest)} is missing or unreadable ({err}); restore it with "
+                             f"`git checkout -- {portable(COMMITTED)}`") from err
+        _STORES[directory] = ShardStore(directory, desc, read_only=True,
+                                        checksums={k.split("/", 1)[1]: v for k, v in sums.items()
+                                                   if k.split("/", 1)[0] == name})
+    return _STORES[directory].refresh()
+
+
+def _log_lookup(namespace_name: str, keys: np.ndarray) -> None:
+    """Append the looked-up keys to ``$TOOLKIT_EMBEDDING_LOG/<namespace>/`` (what ``embeddings commit`` exports)."""
+    log = os.environ.get("TOOLKIT_EMBEDDING_LOG")
+    if log:
+        d = Path(log) / namespace_name
+        d.mkdir(parents=True, exist_ok=True)
+        np.save(d / f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}.npy", np.unique(keys))
+
+
 def encode(model_name: str, texts: list[str], batch_size: int = 64, normalize: bool = True,
            show_progress: bool | None = None, shard_size: int = 1024, device: str | None = None,
            root: Path | None = None) -> np.ndarray:
-    """Embeddings (float32, one row per text, in order) through the cache.
+    """Embeddings (float32 of float16 values, one row per text, in order) through the cache.
 
-    Only cache misses are encoded — deduplicated, longest first (as sentence-transformers does,
+    Looks in this machine's cache, then (with the default ``root``) in the committed layer. Only
+    texts neither holds are encoded — deduplicated, longest first (as sentence-transformers does,
     to limit padding), ``batch_size`` texts per model call — and saved every ``shard_size`` texts.
     """
     texts = list(texts)
@@ -168,15 +232,27 @@ def encode(model_name: str, texts: list[str], batch_size: int = 64, normalize: b
         return np.zeros((0, dim), np.float32)
     keys = text_keys(texts)
     store = store_for(model_name, normalize, root)
+    _log_lookup(store.dir.name, keys)
+    layers = [store] + [c for c in [committed_store(model_name, normalize) if root is None else None] if c]
     hit, _ = store.lookup(keys)
+    for layer in layers[1:]:
+        hit |= layer.lookup(keys)[0]
     if not hit.all():
         _, first = np.unique(keys[~hit], return_index=True)
         todo = [texts[i] for i in np.flatnonzero(~hit)[np.sort(first)]]
         todo.sort(key=len, reverse=True)
         _encode_into(store, model_name, todo, batch_size, normalize, show_progress, shard_size, device)
-        hit, _ = store.lookup(keys)
-        assert hit.all()
-    return store.vectors[store.lookup(keys)[1]]
+    out, done = None, np.zeros(len(keys), bool)
+    for layer in layers:
+        hit, rows = layer.lookup(keys)
+        take = hit & ~done
+        if take.any():
+            vecs = layer.vectors
+            out = np.empty((len(keys), vecs.shape[1]), np.float32) if out is None else out
+            out[take] = vecs[rows[take]]
+            done |= take
+    assert done.all()
+    return out
 
 
 def _encode_into(store, model_name, todo, batch_size, normalize, show_progress, shard_size, device):
@@ -202,3 +278,85 @@ def _encode_into(store, model_name, todo, batch_size, normalize, show_progress, 
 def compact(model_name: str, normalize: bool = True, root: Path | None = None) -> None:
     """Merge a model's shards into one file (many small ``encode`` calls leave many shards)."""
     store_for(model_name, normalize, root).compact()
+
+
+def verify_committed_embeddings(root: Path | None = None) -> dict[str, str]:
+    """``{file: "ok" | what is wrong}`` for the committed layer against its ``MANIFEST.json``."""
+    from toolkit.provenance import sha256
+
+    root = Path(root or COMMITTED)
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        return {}
+    try:
+        files = json.loads(manifest.read_text())["files"]
+    except (json.JSONDecodeError, KeyError) as err:
+        return {portable(manifest): f"unreadable ({err})"}
+    out = {}
+    for rel, want in sorted(files.items()):
+        f = root / rel
+        out[portable(f)] = ("missing" if not f.is_file() else "ok" if sha256(f) == want
+                            else "sha256 does not match MANIFEST.json")
+    listed = {root / rel for rel in files}
+    for f in sorted(root.glob("*/shard-*.npy")):
+        if f not in listed:
+            out[portable(f)] = "not in MANIFEST.json"
+    return out
+
+
+def commit_logged(log_dir: Path, dest: Path | None = None, root: Path | None = None) -> dict[str, int]:
+    """Write the vectors a logged run looked up (``TOOLKIT_EMBEDDING_LOG``) as the committed layer.
+
+    For each logged namespace: the union of its keys, read from this machine's cache (``root``) and
+    the current committed layer, written to ``dest/<namespace>/`` as one float16 shard (keys sorted),
+    with ``namespace.json``; then ``dest/MANIFEST.json`` lists every file's sha256. A key that no
+    layer holds is an error (the run must have encoded it). Returns ``{namespace: vectors}``.
+    """
+    from toolkit.provenance import sha256
+
+    log_dir, dest = Path(log_dir), Path(dest or COMMITTED)
+    spaces = sorted(p for p in log_dir.iterdir() if p.is_dir()) if log_dir.is_dir() else []
+    if not spaces:
+        raise FileNotFoundError(f"no logged lookups under {log_dir}; run the notebooks with "
+                                f"TOOLKIT_EMBEDDING_LOG={log_dir} first")
+    staged, counts = {}, {}
+    for space in spaces:
+        keys = np.unique(np.concatenate([np.load(f) for f in sorted(space.glob("*.npy"))]))
+        layers = []
+        for d in (Path(root or cache_dir() / "embeddings") / space.name, dest / space.name):
+            if d.is_dir() and any(d.glob("shard-*.keys.npy")):
+                layers.append(ShardStore(d, read_only=True).refresh())
+        out, done = None, np.zeros(len(keys), bool)
+        for layer in layers:
+            hit, rows = layer.lookup(keys)
+            take = hit & ~done
+            if take.any():
+                out = np.empty((len(keys), layer.vectors.shape[1]), np.float32) if out is None else out
+                out[take] = layer.vectors[rows[take]]
+                done |= take
+        if not done.all():
+            raise ValueError(f"{int((~done).sum())} logged texts of {space.name} are in no embedding cache; "
+                             "run the notebooks again (they encode them) before committing")
+        meta = (Path(root or cache_dir() / "embeddings") / space.name / "namespace.json")
+        staged[space.name] = (keys, out.astype(VECTOR_DTYPE), meta.read_text() if meta.is_file() else None)
+        counts[space.name] = len(keys)
+    files = {}
+    for name, (keys, vecs, meta) in staged.items():
+        d = dest / name
+        if d.is_dir():
+            for old in d.glob("shard-*.npy"):
+                old.unlink()
+        d.mkdir(parents=True, exist_ok=True)
+        np.save(d / "shard-committed.npy", vecs)
+        np.save(d / "shard-committed.keys.npy", keys)
+        if meta:
+            (d / "namespace.json").write_text(meta)
+    for f in sorted(dest.glob("*/shard-*.npy")):
+        files[f"{f.parent.name}/{f.name}"] = sha256(f)
+    (dest / MANIFEST).write_text(json.dumps({
+        "about": "float16 embeddings the standard profile looks up (toolkit.retrieval.embedding_cache); "
+                 "rebuild with: TOOLKIT_EMBEDDING_LOG=<dir> make reproduce, then "
+                 "python -m toolkit embeddings commit --log <dir>",
+        "files": files}, indent=1, sort_keys=True) + "\n")
+    _STORES.clear()
+    return counts

@@ -176,6 +176,25 @@ def resolve_model(name: str) -> tuple[str, dict]:
     return hub_id, {**info, "source": "hub (weights package not installed)"}
 
 
+WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".onnx"}
+
+
+def weights_sha256(model_dir: str | Path) -> str:
+    """sha256 over a model directory's weight files: each file's relative name and the sha256 of its
+    bytes, in name order. The identity of the model's content, so a copy restored elsewhere or with
+    new mtimes is the same model (file hashes are memoised per (path, size, mtime))."""
+    from toolkit.provenance import sha256
+
+    model_dir = Path(model_dir)
+    files = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        raise FileNotFoundError(f"model directory {model_dir} holds no weight file ({', '.join(sorted(WEIGHT_SUFFIXES))})")
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.relative_to(model_dir).as_posix()}\0{sha256(p)}\n".encode())
+    return h.hexdigest()
+
+
 def default_device() -> str:
     """'cuda' when torch sees a GPU, else 'cpu'."""
     import torch

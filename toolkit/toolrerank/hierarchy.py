@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Callable, Container, Iterable, Mapping, Sequence
 
+import numpy as np
+
 
 def har_single(R: Sequence[str], score: Mapping[str, float], tool_of: Callable[[str], str], tau_s: float,
                extend: Callable[[str], bool] | None = None,
@@ -58,8 +60,19 @@ def har_single(R: Sequence[str], score: Mapping[str, float], tool_of: Callable[[
     return F1 + F2
 
 
-def connected_components(nodes: Sequence[str], edge: Callable[[int, int], bool]) -> list[list[int]]:
-    """Components of the graph on positions 0..len-1 (union-find); each sorted, listed by first node."""
+def connected_components(nodes: Sequence[str], edge: Callable[[int, int], bool] | np.ndarray) -> list[list[int]]:
+    """Components of the graph on positions 0..len-1; each sorted, listed by first node.
+
+    ``edge`` is a predicate on position pairs (union-find over every pair) or a boolean adjacency
+    matrix (scipy's ``connected_components``, vectorised: the grid search calls this ~10^6 times)."""
+    if isinstance(edge, np.ndarray):
+        from scipy.sparse.csgraph import connected_components as scipy_components
+
+        _, labels = scipy_components(edge, directed=False)
+        comps: dict[int, list[int]] = {}
+        for i, lab in enumerate(labels):
+            comps.setdefault(int(lab), []).append(i)
+        return sorted(comps.values(), key=lambda c: c[0])
     parent = list(range(len(nodes)))
 
     def find(a: int) -> int:
@@ -74,19 +87,28 @@ def connected_components(nodes: Sequence[str], edge: Callable[[int, int], bool])
                 ri, rj = find(i), find(j)
                 if ri != rj:
                     parent[max(ri, rj)] = min(ri, rj)
-    comps: dict[int, list[int]] = {}
+    comps = {}
     for i in range(len(nodes)):
         comps.setdefault(find(i), []).append(i)
     return sorted(comps.values(), key=lambda c: c[0])
 
 
 def har_multi(R: Sequence[str], score: Mapping[str, float], tool_of: Callable[[str], str],
-              sim: Callable[[str, str], float], tau_m: float, n: int) -> list[str]:
-    """Algorithm 2: at most ``n`` results per connected component go to F_1."""
+              sim: Callable[[str, str], float] | np.ndarray, tau_m: float, n: int) -> list[str]:
+    """Algorithm 2: at most ``n`` results per connected component go to F_1.
+
+    ``sim`` is a pair function sim(r_i, r_j), or the matrix of sim(R[i], R[j]) (the fast path)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     tools = [tool_of(r) for r in R]
-    comps = connected_components(R, lambda i, j: tools[i] == tools[j] or sim(R[i], R[j]) > tau_m)
+    if isinstance(sim, np.ndarray):
+        if sim.shape != (len(R), len(R)):
+            raise ValueError(f"har_multi: sim matrix has shape {sim.shape}, R has {len(R)} results")
+        t = np.array(tools, dtype=object)
+        edges = (t[:, None] == t[None, :]) | (sim > tau_m)
+        comps = connected_components(R, edges)
+    else:
+        comps = connected_components(R, lambda i, j: tools[i] == tools[j] or sim(R[i], R[j]) > tau_m)
     S = set()
     for comp in comps:
         best = sorted(comp, key=lambda i: (-score[R[i]], i))[:n]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -61,6 +61,7 @@ class Candidates:
     score_fn: Callable[[str, list[str]], Mapping[str, float]] | None = None   # reranker for extra APIs
     tool_apis: dict[str, list[str]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    _sims: dict = field(default_factory=dict, repr=False)    # query -> (position of each candidate, sim matrix)
 
     def __post_init__(self):
         if not self.tool_apis:
@@ -72,6 +73,16 @@ class Candidates:
 
     def sim(self, a: str, b: str) -> float:
         return float(self.doc_emb[self.doc_index[a]] @ self.doc_emb[self.doc_index[b]])
+
+    def sim_matrix(self, q: str, ids: Sequence[str]) -> np.ndarray:
+        """sim(a, b) for every pair of ``ids`` (a subset of query ``q``'s candidates): rows of one
+        matrix product over the candidates, computed once per query (the grid search asks ~10^3 times)."""
+        if q not in self._sims:
+            E = self.doc_emb[[self.doc_index[d] for d in self.ranked[q]]]
+            self._sims[q] = ({d: i for i, d in enumerate(self.ranked[q])}, E @ E.T)
+        pos, S = self._sims[q]
+        idx = [pos[d] for d in ids]
+        return S[np.ix_(idx, idx)]
 
     def is_single(self, q: str, how: str) -> bool:
         return is_single_tool(self.dataset, q) if how == "oracle" else self.single_pred[q]
@@ -111,7 +122,7 @@ def toolrerank_list(c: Candidates, q: str, cfg: ToolRerankConfig) -> list[str]:
             ext = lambda t: cfg.extend_seen if t in c.seen else cfg.extend_unseen  # noqa: E731
         return har_single(R, s, c.tool_of, cfg.tau_s, extend=ext, library_apis=lambda t: c.tool_apis.get(t, []),
                           score_fn=_score_extra(c, q))
-    return har_multi(R, s, c.tool_of, c.sim, cfg.tau_m, cfg.n)
+    return har_multi(R, s, c.tool_of, c.sim_matrix(q, R), cfg.tau_m, cfg.n)
 
 
 def method_lists(c: Candidates, method: str | ToolRerankConfig, qids=None) -> dict[str, list[str]]:

@@ -117,7 +117,7 @@ def _cmd_embeddings(args) -> int:
             print("embeddings commit needs --log DIR (the TOOLKIT_EMBEDDING_LOG of a run)", file=sys.stderr)
             return 2
         for name, n in commit_logged(Path(args.log)).items():
-            print(f"{n:>7,} vectors  {name}")
+            print(f"{n:>7,} vectors added  {name}")
     status = verify_committed_embeddings()
     for path, s in status.items():
         if s != "ok":

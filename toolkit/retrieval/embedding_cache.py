@@ -305,58 +305,52 @@ def verify_committed_embeddings(root: Path | None = None) -> dict[str, str]:
 
 
 def commit_logged(log_dir: Path, dest: Path | None = None, root: Path | None = None) -> dict[str, int]:
-    """Write the vectors a logged run looked up (``TOOLKIT_EMBEDDING_LOG``) as the committed layer.
+    """Add the vectors a logged run looked up (``TOOLKIT_EMBEDDING_LOG``) to the committed layer.
 
-    For each logged namespace: the union of its keys, read from this machine's cache (``root``) and
-    the current committed layer, written to ``dest/<namespace>/`` as one float16 shard (keys sorted),
-    with ``namespace.json``; then ``dest/MANIFEST.json`` lists every file's sha256. A key that no
-    layer holds is an error (the run must have encoded it). Returns ``{namespace: vectors}``.
+    For each logged namespace, the keys the committed layer lacks are read from this machine's cache
+    (``root``) and written to ``dest/<namespace>/`` as one new float16 shard (keys sorted), beside
+    ``namespace.json``. Existing shards are never rewritten, so the repository grows by the new
+    vectors only. ``dest/MANIFEST.json`` then lists every file's sha256. A logged key that no cache
+    holds is an error (the run must have encoded it). Returns ``{namespace: vectors added}``.
     """
     from toolkit.provenance import sha256
 
     log_dir, dest = Path(log_dir), Path(dest or COMMITTED)
+    machine = Path(root or cache_dir() / "embeddings")
     spaces = sorted(p for p in log_dir.iterdir() if p.is_dir()) if log_dir.is_dir() else []
     if not spaces:
         raise FileNotFoundError(f"no logged lookups under {log_dir}; run the notebooks with "
                                 f"TOOLKIT_EMBEDDING_LOG={log_dir} first")
-    staged, counts = {}, {}
+    staged, added = {}, {}
     for space in spaces:
         keys = np.unique(np.concatenate([np.load(f) for f in sorted(space.glob("*.npy"))]))
-        layers = []
-        for d in (Path(root or cache_dir() / "embeddings") / space.name, dest / space.name):
-            if d.is_dir() and any(d.glob("shard-*.keys.npy")):
-                layers.append(ShardStore(d, read_only=True).refresh())
-        out, done = None, np.zeros(len(keys), bool)
-        for layer in layers:
-            hit, rows = layer.lookup(keys)
-            take = hit & ~done
-            if take.any():
-                out = np.empty((len(keys), layer.vectors.shape[1]), np.float32) if out is None else out
-                out[take] = layer.vectors[rows[take]]
-                done |= take
-        if not done.all():
-            raise ValueError(f"{int((~done).sum())} logged texts of {space.name} are in no embedding cache; "
+        if (dest / space.name).is_dir():
+            keys = keys[~ShardStore(dest / space.name, read_only=True).refresh().lookup(keys)[0]]
+        added[space.name] = len(keys)
+        if not len(keys):
+            continue
+        if not (machine / space.name).is_dir():
+            raise ValueError(f"{len(keys)} logged texts of {space.name} are in no embedding cache ({machine}); "
                              "run the notebooks again (they encode them) before committing")
-        meta = (Path(root or cache_dir() / "embeddings") / space.name / "namespace.json")
-        staged[space.name] = (keys, out.astype(VECTOR_DTYPE), meta.read_text() if meta.is_file() else None)
-        counts[space.name] = len(keys)
-    files = {}
+        store = ShardStore(machine / space.name, read_only=True).refresh()
+        hit, rows = store.lookup(keys)
+        if not hit.all():
+            raise ValueError(f"{int((~hit).sum())} logged texts of {space.name} are in no embedding cache; "
+                             "run the notebooks again (they encode them) before committing")
+        meta = machine / space.name / "namespace.json"
+        staged[space.name] = (keys, store.vectors[rows].astype(VECTOR_DTYPE), meta)
     for name, (keys, vecs, meta) in staged.items():
         d = dest / name
-        if d.is_dir():
-            for old in d.glob("shard-*.npy"):
-                old.unlink()
         d.mkdir(parents=True, exist_ok=True)
-        np.save(d / "shard-committed.npy", vecs)
-        np.save(d / "shard-committed.keys.npy", keys)
-        if meta:
-            (d / "namespace.json").write_text(meta)
-    for f in sorted(dest.glob("*/shard-*.npy")):
-        files[f"{f.parent.name}/{f.name}"] = sha256(f)
+        shard = f"shard-{time.strftime('%Y%m%d-%H%M%S')}-{len(keys)}"
+        np.save(d / f"{shard}.npy", vecs)
+        np.save(d / f"{shard}.keys.npy", keys)  # written last: marks the shard complete
+        if meta.is_file() and not (d / "namespace.json").is_file():
+            (d / "namespace.json").write_text(meta.read_text())
+    files = {f"{f.parent.name}/{f.name}": sha256(f) for f in sorted(dest.glob("*/shard-*.npy"))}
     (dest / MANIFEST).write_text(json.dumps({
-        "about": "float16 embeddings the standard profile looks up (toolkit.retrieval.embedding_cache); "
-                 "rebuild with: TOOLKIT_EMBEDDING_LOG=<dir> make reproduce, then "
-                 "python -m toolkit embeddings commit --log <dir>",
+        "about": "float16 embeddings the notebooks look up (toolkit.retrieval.embedding_cache); add a run's "
+                 "with: TOOLKIT_EMBEDDING_LOG=<dir> make reproduce, then python -m toolkit embeddings commit --log <dir>",
         "files": files}, indent=1, sort_keys=True) + "\n")
     _STORES.clear()
-    return counts
+    return added

@@ -59,7 +59,7 @@ def baseline_values(tests: dict, retrievers: dict, cfg, k: int = 100, llm_qids=N
                 rows.append({"set": label, "method": method, "metric": metric, "n": len(vals),
                              "value": sum(vals.values()) / len(vals), "ours_only": False, "per_query": vals})
                 if 0 < len(sample) < len(ds.queries):
-                    sub = {q: vals[q] for q in sample}
+                    sub = {q: v for q, v in vals.items() if q in sample}  # vals' order: a set's varies per process
                     rows.append({"set": label, "method": f"{method} (LLM sample)", "metric": metric, "n": len(sub),
                                  "value": sum(sub.values()) / len(sub), "ours_only": True, "per_query": sub})
     return pd.DataFrame(rows)

@@ -9,6 +9,8 @@ as §2.3 describes — the thresholds tau_s of Table 2 live on that scale.
 """
 from __future__ import annotations
 
+import logging
+
 import random
 from pathlib import Path
 from typing import Mapping
@@ -45,7 +47,16 @@ def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu
 
     from toolkit.retrieval.models import resolve_model
     target, _ = resolve_model(base)
-    return CrossEncoder(target, num_labels=1, max_length=max_length, device=device)
+    # a bi-encoder checkpoint with a fresh one-output head is the documented start (issue 50 questions it);
+    # sentence-transformers says so on stderr ("Converting SentenceTransformer model ... to CrossEncoder"),
+    # with the venv's absolute path, into every executed notebook: quiet it for this call only
+    st_logger = logging.getLogger("sentence_transformers")
+    level = st_logger.level
+    st_logger.setLevel(logging.ERROR)
+    try:
+        return CrossEncoder(target, num_labels=1, max_length=max_length, device=device)
+    finally:
+        st_logger.setLevel(level)
 
 
 def train_cross_encoder(pairs: list[tuple[str, str, float]], out_dir: Path, base: str = "minilm", epochs: int = 1,

@@ -38,7 +38,8 @@
 #   full 1,323-point grid. sim(r_i, r_j) of Algorithm 2 is the DPR cosine between API documents.
 # - **Evaluation sizes.** standard: every query of the six subsets, of the 600 dev queries and of the 765
 #   StableToolBench queries (the paper: 100 per subset), plus three held-out draws on 100 per subset (below);
-#   smoke: 2 / 6 / 1 with models trained for 3 steps (numbers are meaningless, only the plumbing runs).
+#   smoke: 2 / 6 / 1 (draws: 1 / 3) with models trained for 3 steps at max length 64 (numbers are meaningless,
+#   only the plumbing runs).
 # - **Table 4** (pass/win rate of ToolLLaMA-7B with DFSDT over live RapidAPI calls) cannot be run here; the
 #   notebook reports, per method, the share of queries whose gold APIs are all in the top 5 instead.
 

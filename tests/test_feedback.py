@@ -259,6 +259,15 @@ def test_train_iteration_aware_with_a_projection_layer(tmp_path):
     assert SentenceTransformer(str(path), device="cpu").encode(["a query"]).shape == (1, 48)
     # a finished directory is reused, not trained again
     assert train_iteration_aware(ex, tmp_path / "m", "minilm", log=None)[1]["steps"] == 2
+    # the projection is initialised from the seed, not from whatever the global RNG holds: a second run, with the
+    # global RNG elsewhere, trains the same model
+    import torch
+    torch.manual_seed(12345)
+    again, _ = train_iteration_aware(ex, tmp_path / "m2", "minilm", IterationConfig(batch_size=4, embedding_size=48),
+                                     log=None)
+    dense = sorted(p.relative_to(path) for p in path.rglob("*.safetensors"))
+    assert any("Dense" in str(p) for p in dense), dense
+    assert all((again / p).read_bytes() == (path / p).read_bytes() for p in dense)
 
 
 def test_training_set_uses_library_documents_for_toollens_apis():

@@ -292,6 +292,36 @@ def test_min_size_drops_the_tail_a_popular_document_leaves():
     assert {x for b in kept for x in b} >= {it for it in items if it[1] != "popular"}   # only tail pairs dropped
 
 
+def test_early_stopping_passes_give_the_greedy_full_pass_batches():
+    # the specification: every pass scans the whole pending list (the implementation stops once a batch is full)
+    import random
+
+    def full_passes(items, batch_size, seed, keys=lambda it: it, min_size=1):
+        pending = list(items)
+        random.Random(seed).shuffle(pending)
+        out = []
+        while pending:
+            batch, used, rest = [], set(), []
+            for it in pending:
+                k = set(keys(it))
+                if len(batch) < batch_size and not (k & used):
+                    batch.append(it)
+                    used |= k
+                else:
+                    rest.append(it)
+            if len(batch) >= min_size:
+                out.append(batch)
+            pending = rest
+        return out
+
+    rng = random.Random(7)
+    items = [(f"q{rng.randrange(60)}", f"d{min(rng.randrange(50), rng.randrange(50))}") for _ in range(400)]
+    for size, min_size, keys in [(8, 1, None), (8, 4, None), (5, 1, lambda it: ()), (32, 16, lambda it: it[1:])]:
+        kw = {"keys": keys} if keys else {}
+        got = batches_no_duplicates(items, size, seed=3, min_size=min_size, **kw)
+        assert got == full_passes(items, size, seed=3, min_size=min_size, **kw), (size, min_size)
+
+
 def test_model_dir_hash(tmp_path):
     a = model_dir("smoke", "x", {"lr": 2e-5, "n": 1}, root=tmp_path)
     b = model_dir("smoke", "x", {"n": 1, "lr": 2e-5}, root=tmp_path)

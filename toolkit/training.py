@@ -84,19 +84,25 @@ def batches_no_duplicates(items: Sequence[tuple], batch_size: int, seed: int,
     ``min_size`` (e.g. half the batch) drops that tail: the popular documents still appear once per batch."""
     order = list(items)
     random.Random(seed).shuffle(order)
-    out, pending = [], order
+    key_sets = [frozenset(keys(it)) for it in order]
+    # One pass per batch over the pending indices, stopped as soon as the batch is full: the items after that
+    # point keep their order untouched (a list slice), so a pass costs the batch plus the conflicts skipped
+    # before it, not the whole epoch (ToolLens' 44,865 pairs at batch 8: 219 s with full passes, 0.9 s).
+    out, pending = [], list(range(len(order)))
     while pending:
-        batch, used, rest = [], set(), []
-        for it in pending:
-            k = set(keys(it))
-            if len(batch) < batch_size and not (k & used):
-                batch.append(it)
-                used |= k
+        batch, used, skipped, stop = [], set(), [], len(pending)
+        for pos, i in enumerate(pending):
+            if len(batch) == batch_size:
+                stop = pos
+                break
+            if key_sets[i].isdisjoint(used):
+                batch.append(order[i])
+                used |= key_sets[i]
             else:
-                rest.append(it)
+                skipped.append(i)
         if len(batch) >= min_size:
             out.append(batch)
-        pending = rest
+        pending = skipped + pending[stop:]
     return out
 
 

@@ -123,9 +123,14 @@ def train_iteration_aware(examples: list[Example], out_dir: Path, base: str, cfg
         return done
     model = load_base_encoder(base, cfg.max_seq_length)
     if cfg.embedding_size:
+        import torch
         from sentence_transformers import models
         dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
-        model.append(models.Dense(dim, cfg.embedding_size, activation_function=__import__("torch").nn.Identity()))
+        # the projection's initial weights come from the seed: unseeded, each run of a Table 7 row trained a
+        # different model (smoke: the dim=512 and dim=768 rows' NDCG@10 changed between two cold runs)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            model.append(models.Dense(dim, cfg.embedding_size, activation_function=torch.nn.Identity()))
     batches = []
     for e in range(cfg.epochs):
         batches += batches_no_duplicates(examples, cfg.batch_size, cfg.seed + e,

@@ -54,7 +54,9 @@ PROFILE_NAMES = ("smoke", "standard", "paper")
 STANDARD_DRAW_SETUP = {"de_epochs": 1, "de_select_on_dev": False, "ce_pos": 1, "ce_neg": 1, "ce_epochs": 1,
                        "ce_select_on_dev": False, "cl_epochs": 1, "cl_select_on_dev": False}
 PROFILES = {
-    "smoke": ExperimentConfig(profile="smoke", setup=SETUPS["smoke"], draw_seeds=(0, 1)),
+    # smoke: the plumbing in about two minutes on a cold cache -- reranker scoring (queries x depth pairs) is most of it
+    "smoke": ExperimentConfig(profile="smoke", setup=SETUPS["smoke"], draw_seeds=(0, 1), draw_subset_queries=1,
+                              draw_dev_queries=3),
     # every query of the six mirror subsets, of the dev set and of the 765 StableToolBench queries; three held-out
     # draws with one epoch per model and 100 queries per subset (toolkit.toolrerank.draws), trained in the background
     "standard": ExperimentConfig(profile="standard", setup=SETUPS["standard"], subset_queries=None, dev_queries=None,

@@ -103,7 +103,9 @@ def test_mrr_matches_pytrec_recip_rank():
         np.testing.assert_allclose([ours[q] for q in qrels], exp, rtol=0, atol=1e-9)
 
 
-@pytest.mark.slow  # ranx JIT-compiles with numba: ~5 s with a warm cache, ~1 min cold
+# ranx JIT-compiles with numba: ~5 s with a warm cache, 81 s cold (a fresh machine); pytrec_eval above checks every
+# metric, ties included, so make test leaves this second reference to make test-references (CI runs both)
+@pytest.mark.reference
 def test_matches_ranx_on_tie_free_runs():
     ranx = pytest.importorskip("ranx")
     run, qrels = random_data(seed=5, tie_free=True)

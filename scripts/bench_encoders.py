@@ -31,31 +31,26 @@ import numpy as np
 
 from toolkit.data import load_dataset, load_library
 from toolkit.retrieval.models import load_encoder, resolve_model
-from toolkit.retrieval.onnx_encoder import OnnxEncoder, _tokenize, graph_path
+from toolkit.retrieval.onnx_encoder import OnnxEncoder, graph_path
 
 
-class OpenVinoEncoder:
-    """The fp32 ONNX graph compiled by OpenVINO's CPU plugin (benchmark only)."""
+class OpenVinoEncoder(OnnxEncoder):
+    """The fp32 ONNX graph compiled by OpenVINO's CPU plugin (benchmark only): OnnxEncoder with another runtime."""
 
     def __init__(self, onnx_encoder: OnnxEncoder, threads: int):
         import openvino as ov
 
-        self.base = onnx_encoder
+        self.__dict__.update(onnx_encoder.__dict__)
         core = ov.Core()
         self.compiled = core.compile_model(core.read_model(str(onnx_encoder.graph)), "CPU",
                                            {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
         self.request = self.compiled.create_infer_request()
 
-    def encode(self, texts, batch_size=32, normalize_embeddings=True, **_):
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        out = []
-        for s in range(0, len(texts), batch_size):
-            feats = _tokenize(self.base.transformer, [texts[i] for i in order[s:s + batch_size]])
-            res = self.request.infer({n: feats[n].numpy().astype(np.int64) for n in self.base.input_names})
-            out.append(np.asarray(next(iter(res.values())), np.float32))
-        vecs = np.zeros((len(texts), out[0].shape[1]), np.float32)
-        vecs[order] = np.concatenate(out)
-        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    def _run(self, feed: dict) -> np.ndarray:
+        return np.asarray(next(iter(self.request.infer(feed).values())), np.float32)
+
+    def describe(self) -> dict:
+        return {"backend": "openvino-fp32", "graph": self.graph.name}
 
 
 def backends(model: str, threads: int) -> dict:

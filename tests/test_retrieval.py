@@ -223,6 +223,17 @@ def test_committed_layer_replays_a_logged_run_without_encoding(tmp_path, monkeyp
     assert embedding_cache.verify_committed_embeddings(committed)[str(shard)] == "sha256 does not match MANIFEST.json"
     with pytest.raises(ValueError, match=f"{shard.name}.*sha256.*git checkout"):
         encode("minilm", MORE[20:22])
+    (committed / "MANIFEST.json").write_text("{not json")       # a damaged manifest names itself and the fix
+    embedding_cache._STORES.clear()
+    assert "MANIFEST.json is missing or unreadable" in embedding_cache.verify_committed_embeddings(committed)[
+        str(committed / "MANIFEST.json")]
+    with pytest.raises(ValueError, match="MANIFEST.json is missing or unreadable.*git checkout"):
+        encode("minilm", MORE[20:22])
+    log = tmp_path / "log2" / embedding_cache.namespace("minilm")[0]       # a logged text no cache holds
+    log.mkdir(parents=True)
+    np.save(log / "x.npy", embedding_cache.text_keys(["never encoded anywhere"]))
+    with pytest.raises(ValueError, match="1 logged texts of .* are in no embedding cache"):
+        embedding_cache.commit_logged(tmp_path / "log2", dest=tmp_path / "other")
 
 
 def test_interrupted_encode_keeps_finished_shards(tmp_path, monkeypatch, minilm):

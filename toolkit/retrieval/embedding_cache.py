@@ -186,6 +186,16 @@ def store_for(model_name: str, normalize: bool = True, root: Path | None = None)
     return _STORES[directory].refresh()
 
 
+def manifest_files(root: Path) -> dict[str, str]:
+    """``{"<namespace>/<shard file>": sha256}`` from ``root/MANIFEST.json``; a missing or unreadable one is an error."""
+    manifest = Path(root) / MANIFEST
+    try:
+        return dict(json.loads(manifest.read_text())["files"])
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{portable(manifest)} is missing or unreadable ({type(err).__name__}: {err}); restore it "
+                         f"with `git checkout -- {portable(root)}`") from err
+
+
 def committed_store(model_name: str, normalize: bool = True) -> ShardStore | None:
     """The committed, read-only layer of this model's vectors (None if none is committed, or when
     ``TOOLKIT_COMMITTED_EMBEDDINGS=0``). Every shard is checked against ``MANIFEST.json`` when read."""
@@ -196,12 +206,7 @@ def committed_store(model_name: str, normalize: bool = True) -> ShardStore | Non
     if not directory.is_dir():
         return None
     if directory not in _STORES:
-        manifest = COMMITTED / MANIFEST
-        try:
-            sums = json.loads(manifest.read_text())["files"]
-        except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
-            raise ValueError(f"{portable(manifest)} is missing or unreadable ({err}); restore it with "
-                             f"`git checkout -- {portable(COMMITTED)}`") from err
+        sums = manifest_files(COMMITTED)
         _STORES[directory] = ShardStore(directory, desc, read_only=True,
                                         checksums={k.split("/", 1)[1]: v for k, v in sums.items()
                                                    if k.split("/", 1)[0] == name})
@@ -242,6 +247,13 @@ def encode(model_name: str, texts: list[str], batch_size: int = 64, normalize: b
         todo = [texts[i] for i in np.flatnonzero(~hit)[np.sort(first)]]
         todo.sort(key=len, reverse=True)
         _encode_into(store, model_name, todo, batch_size, normalize, show_progress, shard_size, device)
+    out, done = _gather(layers, keys)
+    assert done.all()
+    return out
+
+
+def _gather(layers: list[ShardStore], keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(float32 vectors, found mask) for ``keys``, each from the first layer that holds it (None: no layer holds any)."""
     out, done = None, np.zeros(len(keys), bool)
     for layer in layers:
         hit, rows = layer.lookup(keys)
@@ -251,8 +263,7 @@ def encode(model_name: str, texts: list[str], batch_size: int = 64, normalize: b
             out = np.empty((len(keys), vecs.shape[1]), np.float32) if out is None else out
             out[take] = vecs[rows[take]]
             done |= take
-    assert done.all()
-    return out
+    return out, done
 
 
 def _encode_into(store, model_name, todo, batch_size, normalize, show_progress, shard_size, device):
@@ -285,13 +296,12 @@ def verify_committed_embeddings(root: Path | None = None) -> dict[str, str]:
     from toolkit.provenance import sha256
 
     root = Path(root or COMMITTED)
-    manifest = root / MANIFEST
-    if not manifest.is_file():
+    if not (root / MANIFEST).is_file():
         return {}
     try:
-        files = json.loads(manifest.read_text())["files"]
-    except (json.JSONDecodeError, KeyError) as err:
-        return {portable(manifest): f"unreadable ({err})"}
+        files = manifest_files(root)
+    except ValueError as err:
+        return {portable(root / MANIFEST): str(err)}
     out = {}
     for rel, want in sorted(files.items()):
         f = root / rel
@@ -329,16 +339,12 @@ def commit_logged(log_dir: Path, dest: Path | None = None, root: Path | None = N
         added[space.name] = len(keys)
         if not len(keys):
             continue
-        if not (machine / space.name).is_dir():
-            raise ValueError(f"{len(keys)} logged texts of {space.name} are in no embedding cache ({machine}); "
+        layers = [ShardStore(machine / space.name, read_only=True).refresh()] if (machine / space.name).is_dir() else []
+        vecs, found = _gather(layers, keys)
+        if not found.all():
+            raise ValueError(f"{int((~found).sum())} logged texts of {space.name} are in no embedding cache ({machine}); "
                              "run the notebooks again (they encode them) before committing")
-        store = ShardStore(machine / space.name, read_only=True).refresh()
-        hit, rows = store.lookup(keys)
-        if not hit.all():
-            raise ValueError(f"{int((~hit).sum())} logged texts of {space.name} are in no embedding cache; "
-                             "run the notebooks again (they encode them) before committing")
-        meta = machine / space.name / "namespace.json"
-        staged[space.name] = (keys, store.vectors[rows].astype(VECTOR_DTYPE), meta)
+        staged[space.name] = (keys, vecs.astype(VECTOR_DTYPE), machine / space.name / "namespace.json")
     for name, (keys, vecs, meta) in staged.items():
         d = dest / name
         d.mkdir(parents=True, exist_ok=True)

@@ -171,8 +171,7 @@ class OnnxEncoder:
         out = []
         for s in range(0, len(texts), batch_size):
             feats = _tokenize(self.transformer, [texts[i] for i in order[s:s + batch_size]])
-            feed = {n: feats[n].numpy().astype(np.int64) for n in self.input_names}
-            out.append(self.session.run(["embedding"], feed)[0].astype(np.float32, copy=False))
+            out.append(self._run({n: feats[n].numpy().astype(np.int64) for n in self.input_names}))
         vecs = np.zeros((len(texts), self.get_embedding_dimension()), np.float32)
         if out:
             vecs[order] = np.concatenate(out)
@@ -180,6 +179,10 @@ class OnnxEncoder:
             # torch.nn.functional.normalize: x / max(||x||, 1e-12)
             vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         return vecs
+
+    def _run(self, feed: dict) -> np.ndarray:
+        """One batch through the graph -> (batch, dim) float32 (another runtime overrides this alone)."""
+        return self.session.run(["embedding"], feed)[0].astype(np.float32, copy=False)
 
     def describe(self) -> dict:
         return {"backend": f"onnx-{self.variant}", "graph": self.graph.name,

@@ -71,9 +71,6 @@ class Candidates:
     def tool_of(self, d: str) -> str:
         return tool_id(self.dataset.corpus[d])
 
-    def sim(self, a: str, b: str) -> float:
-        return float(self.doc_emb[self.doc_index[a]] @ self.doc_emb[self.doc_index[b]])
-
     def sim_matrix(self, q: str, ids: Sequence[str]) -> np.ndarray:
         """sim(a, b) for every pair of ``ids`` (a subset of query ``q``'s candidates): rows of one
         matrix product over the candidates, computed once per query (the grid search asks ~10^3 times)."""

@@ -97,6 +97,19 @@ t1["seen"] = ["", ""] + ["seen" if SUBSETS[s][1] else "unseen" for s in SUBSETS]
 t1
 
 # %% [markdown]
+# **The dev set** drives the grid search and each model's epoch choice. The paper's is a sample of its training data,
+# which holds seen tools only; `dev_pool="all"` (our first runs) sampled it before the hold-out, so some dev queries
+# touch held-out tools. `dev_pool="seen"` keeps the same held-out categories and tools and samples dev among the
+# seen-tool queries (`toolkit.toolrerank.splits`).
+
+# %%
+from toolkit.toolrerank.splits import dev_touching_heldout  # noqa: E402
+
+rec.extra["dev_touching_heldout"] = dev_touching_heldout(split)
+print(f"dev_pool = {setup.dev_pool!r}: {rec.extra['dev_touching_heldout']} of {len(split.dev.queries)} dev queries "
+      "touch held-out tools or categories")
+
+# %% [markdown]
 # ## Training (cached) — throughput, wall time and learning curves
 #
 # The standard profile trains as §4.1 describes, sized by the throughput measured on this machine
@@ -130,7 +143,8 @@ t1
 from toolkit.toolrerank import score_cache  # noqa: E402
 
 seen = seen_tools(split.train)
-transfer = transfer_sets(cfg.transfer_queries, seed=seed, sample_pools_only=(profile == "smoke"))
+transfer = transfer_sets(cfg.transfer_queries, corpus=cfg.transfer_corpus, seed=seed,
+                         sample_pools_only=(profile == "smoke"))
 cache_file = score_cache.cache_path(cfg, split)
 replay = cache_file.is_file() and not cfg.retrain
 t = time.perf_counter()
@@ -362,15 +376,23 @@ rec.extra["case_studies"] = cases
 # %% [markdown]
 # ## Transfer: the six StableToolBench groups (same models, trained on ToolLens)
 #
-# Corpus: each group's candidate pools; "seen" = tools of the ToolLens training queries. Recorded as extra
-# results (`transfer` in the results JSON), shown beside the paper's Table 3.
+# Corpus (`transfer_corpus`): each group's candidate pools, or the whole 16,427-API library, where tools have
+# several APIs and the hierarchy-aware reranking of Table 6 has something to act on (ToolLens: 1.48 APIs per tool);
+# "seen" = tools of the ToolLens training queries. Recorded as extra results (`transfer` in the results JSON), shown
+# beside the paper's Table 3, then Table 6's rows (Recall@5: HAR with the classifier, the oracle, or none) on them.
 
 # %%
 tr = rec.extra["transfer"] = tables.transfer(tcands, best, seen)
 tt = tr["values"]
-print("share of gold APIs whose tool is seen in ToolLens training:", {k: round(v, 2) for k, v in tr["gold_seen_share"].items()})
-print("queries:", tr["queries"], "| corpus sizes:", tr["documents"])
+print(f"corpus: {cfg.transfer_corpus}; share of gold APIs whose tool is seen in ToolLens training:",
+      {k: round(v, 2) for k, v in tr["gold_seen_share"].items()})
+print("queries:", tr["queries"], "| corpus sizes:", tr["documents"],
+      "| APIs per gold tool:", {k: round(v, 2) for k, v in tr["gold_tool_apis"].items()})
 tables.beside_paper(tt, "3", tables.COLS, ["ndcg@5", "recall@5"], label="ours (transfer)")
+
+# %%
+(tables.frame(tr["har"], tables.COLS, ["recall@5"]) if "missing" not in tr["har"] else
+ print(f"Table 6 on the transfer sets: not in this score cache ({tr['har']['missing']})"))
 
 # %% [markdown]
 # ## The paper's claims, checked on these tables (ours) and on the paper's printed numbers
@@ -447,6 +469,75 @@ if drawn:
 if draws_pending:
     print(f"{len(draws_pending)} of {len(cfg.draw_seeds)} draws pending (no score cache):")
     display(pd.DataFrame(draws_pending).set_index("seed"))
+
+# %% [markdown]
+# ## Reranker variants: where the reranker starts
+#
+# Our first runs started the reranker from the DPR's pretrained checkpoint (all-MiniLM-L6-v2) with a fresh one-logit
+# head: the DPR inherits retrieval pretraining, the cross-encoder none. Each variant of `variants` changes only the
+# reranker (`toolkit.toolrerank.variants`), trains it at the screen budget `variant_setup` on this split, sharing its
+# DPR, and is evaluated as a draw is (`draw_subset_queries` per subset, ToolRerank's configuration from its own dev
+# grid search). "dev Rerank-10 R@5" (the reranker over the DPR top 10, on the variant's dev sample) picks the variant; the paper starts
+# every model from bert-base-uncased, which has no retrieval pretraining (the module docstring says which variant is
+# closer to it, and why neither equals it). A variant without a score cache is listed with its command.
+
+# %%
+from toolkit.toolrerank import variants as variants_mod  # noqa: E402
+
+t = time.perf_counter()
+variant_results, variants_pending = {}, []
+for name_ in cfg.variants:
+    v_ = variants_mod.run_variant(cfg, name_, train_missing=cfg.variant_train_missing, log=None)
+    if v_ is None:
+        variants_pending.append({"variant": name_, "command": variants_mod.variant_command(cfg, name_)})
+    else:
+        variant_results[name_] = v_
+stage_s["reranker variants (replay or train)"] = time.perf_counter() - t
+rec.extra["variants"] = {k: asdict(v) for k, v in variant_results.items()}
+rec.extra["variants_pending"] = variants_pending
+variant_rows = variants_mod.variant_table(cfg, variant_results) if variant_results else None
+if variant_rows is not None:
+    variants_mod.record_variants(rec, variant_rows)
+    display(variant_rows.round(1))
+if variants_pending:
+    print(f"{len(variants_pending)} of {len(cfg.variants)} variants pending (no score cache):")
+    display(pd.DataFrame(variants_pending).set_index("variant"))
+if not cfg.variants:
+    print("no reranker variants in this profile (variants = ())")
+
+# %% [markdown]
+# ## The reranker alone: weaker than the retriever before any truncation?
+#
+# For `alone_queries` queries per subset, every API of the test library (`alone_library`: all of it unless capped) is
+# scored by the reranker alone and by the DPR: Recall@5 of the whole library ranked by each, and the gold-vs-non-gold
+# AUC (the chance that a gold API outscores a non-gold one), per subset and pooled over seen and unseen subsets, with
+# the paired p of reranker vs DPR (`toolkit.toolrerank.alone`). The scores are a committed file; without it the table
+# is pending with the command that writes it.
+
+# %%
+from toolkit.toolrerank import alone as alone_mod  # noqa: E402
+
+alone_table = alone_pending = None
+if cfg.alone_queries != 0 and not cfg.toolbench_release_dir:
+    t = time.perf_counter()
+    alone_path = alone_mod.path_for(cfg, split)
+    if not alone_path.is_file() and cfg.alone_train_missing:   # the models of this run (loaded, or trained if gone)
+        a_models = models or train_all(split, setup, log=None)
+        a_ids, a_samples, a_scores = alone_mod.compute(split, a_models, setup, cfg.alone_queries, seed,
+                                                       cfg.alone_library)
+        alone_mod.save(alone_path, a_ids, a_samples, a_scores, {"variant": "main", "training": a_models.stats})
+    if alone_path.is_file():
+        a_ids, a_samples, a_scores, _ = alone_mod.load(alone_path)
+        alone_table = alone_mod.table(alone_mod.values_from(split, a_ids, a_samples, a_scores))
+        alone_mod.record(rec, alone_table, cfg)
+        display(alone_table.round(3))
+    else:
+        alone_pending = f"python scripts/train_toolrerank.py --profile {profile} --alone"
+        print(f"pending: no reranker-alone file ({alone_path.name}); write it with: {alone_pending}")
+    stage_s["reranker alone (replay or score)"] = time.perf_counter() - t
+else:
+    print("no reranker-alone table in this profile (alone_queries = 0)")
+rec.extra["alone_pending"] = alone_pending
 
 # %% [markdown]
 # ## Reading
@@ -585,6 +676,28 @@ if runs_compared is not None:
              f"now (paper " + R.format("{paper:s4.2|seen|DPR|gold_in_top10!p} / {paper:s4.2|unseen|DPR|gold_in_top10!p}")
              + f"). Claims whose verdict changed with the training: {'; '.join(flipped) or 'none'}; the other "
              f"verdicts are the same under both setups.\n")
+text += (f"\n**Dev set.** `dev_pool = {setup.dev_pool!r}`: {rec.extra['dev_touching_heldout']} of "
+         f"{len(split.dev.queries)} dev queries touch held-out tools or categories.\n")
+if variant_rows is not None:
+    chosen_ = ", ".join(variant_rows.index[variant_rows["chosen"]])
+    text += ("\n**Reranker variants** (screen budget `variant_setup`; dev Rerank-10 Recall@5 / ToolRerank unseen-avg on "
+             "each variant's own sample): " + "; ".join(
+                 f"{n_} {r_['dev Rerank-10 R@5']:.1f} / {r_.get('ToolRerank unseen-avg', float('nan')):.1f}"
+                 for n_, r_ in variant_rows.iterrows()) + f". Best on dev: {chosen_}.\n")
+elif variants_pending:
+    text += f"\n**Reranker variants:** {len(variants_pending)} of {len(cfg.variants)} pending (see above).\n"
+if alone_table is not None:
+    a_ = alone_table
+
+    def alone_pair(part, metric):
+        return (f"reranker {a_.loc[part, f'reranker {metric}']:.1f} vs DPR {a_.loc[part, f'DPR {metric}']:.1f} "
+                f"(p = {a_.loc[part, f'p {metric}']:.3g})")
+    text += (f"\n**The reranker alone** ({cfg.alone_queries} queries per subset scored against "
+             f"{'the whole library' if cfg.alone_library is None else f'{cfg.alone_library} APIs'}): Recall@5 seen "
+             f"{alone_pair('seen', 'recall@5')}, unseen {alone_pair('unseen', 'recall@5')}; gold-vs-non-gold AUC seen "
+             f"{alone_pair('seen', 'auc')}, unseen {alone_pair('unseen', 'auc')}.\n")
+elif alone_pending:
+    text += f"\n**The reranker alone:** pending (`{alone_pending}`).\n"
 display(Markdown(text))
 if R.missing:
     print(f"{len(set(R.missing))} numbers are not in this run (n/a above):", ", ".join(sorted(set(R.missing))[:6]))

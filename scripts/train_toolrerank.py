@@ -13,7 +13,11 @@ Resumable: rerun the same command after a kill. Stages can run in parallel proce
 
 ``--draw SEED`` instead trains one held-out draw of the profile (``toolkit.toolrerank.draws``: the split
 drawn with SEED, the profile's ``draw_setup``), evaluates it and writes its score cache, which the
-notebook replays; two draws can run side by side with ``--set threads=1``.
+notebook replays; two draws can run side by side with ``--set threads=1``. ``--variant NAME`` likewise
+trains one reranker variant (``toolkit.toolrerank.variants``: the main split and DPR, the profile's
+``variant_setup``). ``--alone`` scores the profile's ``alone_queries`` per subset against the whole library
+with the DPR and the reranker (of the main configuration, or of ``--variant``) and writes the committed
+file notebook 10's reranker-alone table replays (``toolkit.toolrerank.alone``).
 """
 from __future__ import annotations
 
@@ -38,8 +42,26 @@ def main() -> None:
     ap.add_argument("--tag", default="", help="suffix of this process's score file (parallel runs)")
     ap.add_argument("--draw", type=int_at_least(0), default=None, metavar="SEED",
                     help="train and score one held-out draw (its own split and score cache) instead")
+    ap.add_argument("--variant", default=None, metavar="NAME",
+                    help="train and score one reranker variant (toolkit.toolrerank.variants.VARIANTS) instead")
+    ap.add_argument("--alone", action="store_true",
+                    help="score alone_queries per subset against the whole library (DPR and reranker) and save them")
+    ap.add_argument("--fair", action="store_true",
+                    help="issue 50's configuration (toolkit.toolrerank.config.FAIR_STANDARD) under the --set overrides")
     args = ap.parse_args()
-    cfg = config_for(args.profile, **dict(parse_param(x) for x in args.set))
+    from toolkit.toolrerank.config import FAIR_STANDARD
+    cfg = config_for(args.profile, **{**(FAIR_STANDARD if args.fair else {}), **dict(parse_param(x) for x in args.set)})
+    if args.alone:
+        run_alone(cfg, args.variant)
+        return
+    if args.variant is not None:
+        from toolkit.toolrerank.variants import run_variant
+        t0 = time.time()
+        d = run_variant(cfg, args.variant, train_missing=True, log=lambda m: print(m, flush=True))
+        print("done", json.dumps({"variant": args.variant, "replayed": d.replayed, "recall": d.recall,
+                                  "dev": (d.training.get("reranker") or {}).get("best_dev"),
+                                  "wall_s": round(time.time() - t0, 1)}), flush=True)
+        return
     if args.draw is not None:
         from toolkit.toolrerank.draws import run_draw
         t0 = time.time()
@@ -61,7 +83,8 @@ def main() -> None:
         if "toollens" in which:
             sets.update(eval_sets(split, cfg.subset_queries, cfg.dev_queries, seed=cfg.eval_seed))
         if "transfer" in which:
-            sets.update(transfer_sets(cfg.transfer_queries, seed=cfg.eval_seed, sample_pools_only=args.profile == "smoke"))
+            sets.update(transfer_sets(cfg.transfer_queries, corpus=cfg.transfer_corpus, seed=cfg.eval_seed,
+                                         sample_pools_only=args.profile == "smoke"))
         if args.only:
             sets = {k: v for k, v in sets.items() if k in args.only.split(",")}
         timings["prescore_s"] = prescore(sets, models, setup, log=lambda m: print(m, flush=True), tag=args.tag)
@@ -69,6 +92,27 @@ def main() -> None:
     name = f"timings-{'-'.join(stages) or 'none'}-{'-'.join(which) or 'none'}.json"
     (models.root / name).write_text(json.dumps(timings, indent=1) + "\n")
     print("done", json.dumps(timings), flush=True)
+
+
+def run_alone(cfg, variant: str | None) -> None:
+    from toolkit.toolrerank import alone
+    from toolkit.toolrerank.variants import slug, variant_config
+    if not cfg.alone_queries and cfg.alone_queries is not None:
+        raise SystemExit(f"--alone: the {cfg.profile} profile's alone_queries is 0; pass --set alone_queries=30")
+    run_cfg = variant_config(cfg, variant) if variant else cfg
+    split = toollens_split(run_cfg.setup)
+    path = alone.path_for(run_cfg, split, slug(variant) if variant else "")
+    if path.is_file():
+        print(f"{path} exists: nothing to do", flush=True)
+        return
+    t0 = time.time()
+    models = train_all(split, run_cfg.setup, log=lambda m: print(m, flush=True))
+    ids, samples, scores = alone.compute(split, models, run_cfg.setup, run_cfg.alone_queries, run_cfg.eval_seed,
+                                         run_cfg.alone_library,
+                                         log=lambda m: print(m, flush=True))
+    alone.save(path, ids, samples, scores, {"variant": variant or "main", "training": models.stats,
+                                            "seconds": round(time.time() - t0, 1)})
+    print("done", path, flush=True)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,9 @@ def load_library(humanize_names: bool = True) -> dict[str, Document]:
             text = render_document(show(r["category"]), show(r["tool"]), show(r["api"]), r.get("description"),
                                    r.get("required_parameters"), r.get("optional_parameters"))
             docs[key] = Document(key, r["category"], r["tool"], r["api"], text,
-                                 {"description": r.get("description") or "", "source": "library"})
+                                 {"description": r.get("description") or "", "source": "library",
+                                  "required_parameters": r.get("required_parameters"),
+                                  "optional_parameters": r.get("optional_parameters")})
     for key, n in dups.items():
         docs[key].meta["duplicate_rows"] = n
     return docs

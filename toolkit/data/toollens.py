@@ -18,6 +18,20 @@ from .standardize import api_key
 _FIELDS = re.compile(r"^category_name:(?P<cat>.*?), tool_name:(?P<tool>.*?), api_name:(?P<api>.*?), api_description:")
 
 
+def render_like_toollens(doc: Document) -> str:
+    """A ToolBench library API (:func:`toolkit.data.toolbench.load_library`) in ToolLens's document format, so a
+    model trained on ToolLens documents cannot tell a library API from a ToolLens one by its layout. The library
+    has standardized names (rendered humanized and title-cased: ``worldwide_recipes`` -> ``Worldwide Recipes``)
+    and no response examples (``return_schema: ""``, as 131 of ToolLens's 464 documents have)."""
+    def name(s: str) -> str:
+        return s.replace("_", " ").title()
+    req, opt = doc.meta.get("required_parameters"), doc.meta.get("optional_parameters")
+    return (f"category_name:{doc.category}, tool_name:{name(doc.tool)}, api_name:{name(doc.api)}, "
+            f"api_description:{doc.meta.get('description') or ''}, "
+            f"required_params: {json.dumps(req if req is not None else [])}, "
+            f"optional_params: {json.dumps(opt if opt is not None else [])}, return_schema: \"\"")
+
+
 def _record(path, lineno: int, line: str, fields: tuple[str, ...]) -> dict:
     """One JSONL record with its required fields, or an error naming the file, line and field."""
     try:

@@ -23,6 +23,8 @@ class ExperimentConfig:
     subset_queries: int | None = 2         # queries per test subset, seeded sample (None: all)
     dev_queries: int | None = 6            # dev queries for the grid search (None: all)
     transfer_queries: int | None = 1       # queries per StableToolBench group (None: all)
+    transfer_corpus: str = "pool"          # the StableToolBench groups' corpus: pool = each group's candidate pools;
+                                           # library = all 16,427 APIs (tools with several APIs: hierarchy at work)
     depth: int = 50                        # DPR candidates given to the reranker (the largest m of the grid)
     eval_seed: int = 0                     # the evaluation samples (the split and training: setup.seed)
     toolbench_release_dir: str | None = None   # ToolBench data/retrieval/ (G1/ G2/ G3/): the paper's own protocol
@@ -33,6 +35,18 @@ class ExperimentConfig:
     draw_subset_queries: int | None = 2    # queries per subset in each draw (seeded sample; None: all)
     draw_dev_queries: int | None = 6       # dev queries of each draw's grid search
     draw_train_missing: bool = True        # train a draw without a score cache (else: listed as pending)
+    # reranker variants (toolkit.toolrerank.variants): the main split and DPR, the reranker started elsewhere, each
+    # trained at a screen budget (variant_setup: reranker fields only) and evaluated on the draws' sample sizes
+    variants: tuple[str, ...] = ()         # names of toolkit.toolrerank.variants.VARIANTS (() = none)
+    variant_setup: dict = field(default_factory=dict)
+    variant_subset_queries: int | None = 2  # queries per subset each variant is evaluated on (seeded sample; None: all)
+    variant_dev_queries: int | None = 6    # dev queries of each variant's grid search
+    variant_train_missing: bool = True     # train a variant without a score cache (else: listed as pending)
+    alone_queries: int | None = 0          # the reranker judged alone (toolkit.toolrerank.alone): queries per subset
+                                           # scored against the whole library (0: no such table; None: all)
+    alone_library: int | None = None       # cap on the library those queries are scored against (their gold APIs and
+                                           # a seeded sample of the others; smoke); None: the whole library
+    alone_train_missing: bool = True       # score them in the notebook when no file holds them (else: pending)
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_NAMES:
@@ -40,10 +54,24 @@ class ExperimentConfig:
         check_sizes("10_toolrerank", self, ("subset_queries", "dev_queries", "transfer_queries"))
         if self.depth < 10:
             raise ValueError(f"10_toolrerank parameter depth must be >= 10 (Rerank-10 needs it), got {self.depth}")
-        check_sizes("10_toolrerank", self, ("draw_subset_queries", "draw_dev_queries"))
+        check_sizes("10_toolrerank", self, ("draw_subset_queries", "draw_dev_queries", "variant_subset_queries",
+                                            "variant_dev_queries"))
+        if self.transfer_corpus not in ("pool", "library"):
+            raise ValueError(f"10_toolrerank parameter transfer_corpus must be 'pool' or 'library', got "
+                             f"{self.transfer_corpus!r}")
         if len(set(self.draw_seeds)) != len(self.draw_seeds) or any(s < 0 for s in self.draw_seeds):
             raise ValueError(f"10_toolrerank parameter draw_seeds must be distinct seeds >= 0, got {self.draw_seeds}")
         overridden("10_toolrerank draw_setup", self.setup, dict(self.draw_setup), fixed=("profile", "seed"))
+        from toolkit.toolrerank.variants import VARIANTS
+        unknown = [v for v in self.variants if v not in VARIANTS]
+        if unknown or len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"10_toolrerank parameter variants must be distinct names of {sorted(VARIANTS)}, "
+                             f"got {list(self.variants)}")
+        not_ce = [k for k in self.variant_setup if not k.startswith("ce_")]
+        if not_ce:
+            raise ValueError(f"10_toolrerank variant_setup may change reranker fields (ce_*) only, so every variant "
+                             f"shares the main DPR; got {not_ce}")
+        overridden("10_toolrerank variant_setup", self.setup, dict(self.variant_setup), fixed=("profile", "seed"))
         if self.eval_seed < 0:
             raise ValueError(f"10_toolrerank parameter eval_seed must be >= 0, got {self.eval_seed}")
 
@@ -53,18 +81,37 @@ PROFILE_NAMES = ("smoke", "standard", "paper")
 # per training query: ~1.5 h per draw here instead of ~5 h for the main models
 STANDARD_DRAW_SETUP = {"de_epochs": 1, "de_select_on_dev": False, "ce_pos": 1, "ce_neg": 1, "ce_epochs": 1,
                        "ce_select_on_dev": False, "cl_epochs": 1, "cl_select_on_dev": False}
+# the plumbing of the new variant kinds but mpnet's (its 420 MB checkpoint alone would double the smoke run); the
+# first runs' start is the main smoke reranker already
+SMOKE_VARIANTS = ("fine-tuned DPR + fresh head", "MiniLM + library random negatives")
 PROFILES = {
     # smoke: the plumbing in about two minutes on a cold cache -- reranker scoring (queries x depth pairs) is most of it
     "smoke": ExperimentConfig(profile="smoke", setup=SETUPS["smoke"], draw_seeds=(0, 1), draw_subset_queries=1,
-                              draw_dev_queries=3),
+                              draw_dev_queries=3, variants=SMOKE_VARIANTS, variant_subset_queries=1,
+                              variant_dev_queries=1, alone_queries=1, alone_library=30),
     # every query of the six mirror subsets, of the dev set and of the 765 StableToolBench queries; three held-out
     # draws with one epoch per model and 100 queries per subset (toolkit.toolrerank.draws), trained in the background
     "standard": ExperimentConfig(profile="standard", setup=SETUPS["standard"], subset_queries=None, dev_queries=None,
                                  transfer_queries=None, draw_seeds=(0, 1, 2), draw_setup=STANDARD_DRAW_SETUP,
-                                 draw_subset_queries=100, draw_dev_queries=200, draw_train_missing=False),
+                                 draw_subset_queries=100, draw_dev_queries=200, draw_train_missing=False,
+                                 variant_train_missing=False, alone_train_missing=False),
     "paper": ExperimentConfig(profile="paper", setup=SETUPS["paper"], subset_queries=None, dev_queries=600,
                               transfer_queries=None),
 }
+
+
+# Issue 50's fair test of the standard profile, run in the background (scripts/train_toolrerank.py --fair) and adopted
+# as the standard profile once its score caches are committed: the paper's seen-only dev set, the reranker variants
+# at a screen budget (one epoch, one gold API and one hard negative per training query, 4,000 queries; evaluated on 50
+# queries per subset and 100 dev queries), the reranker judged alone on 30 queries per subset, and the StableToolBench
+# groups over the whole library. Sized from results/bench/toolrerank_bases.json (cores free): the cross-encoder trains
+# 8.1 (MiniLM) vs 1.15 (mpnet) pairs/s and scores 24.4 vs 4.6 pairs/s over 6 steps.
+FAIR_STANDARD = {"dev_pool": "seen", "variants": tuple(["pretrained MiniLM + fresh head", "fine-tuned DPR + fresh head",
+                                                        "pretrained mpnet + fresh head",
+                                                        "MiniLM + library random negatives"]),
+                 "variant_setup": {"ce_epochs": 1, "ce_pos": 1, "ce_neg": 1, "ce_queries": 4000},
+                 "variant_subset_queries": 50, "variant_dev_queries": 100,
+                 "alone_queries": 30, "transfer_corpus": "library"}
 
 
 def config_for(profile: str, **overrides) -> ExperimentConfig:

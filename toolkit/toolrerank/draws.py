@@ -43,6 +43,7 @@ class Draw:
     heldout: dict = field(default_factory=dict)  # held-out categories, number of held-out tools
     training: dict = field(default_factory=dict)
     replayed: bool = True
+    dev_recall: dict[str, float] = field(default_factory=dict)   # method -> Recall@5 on the dev sample
 
 
 def draw_config(cfg, seed: int):
@@ -70,24 +71,37 @@ def evaluate_draw(seed: int, split, cands: dict, training: dict | None = None, r
     coverage = {part: analysis.gold_in_top({k: cands[k] for k in names}, 10)
                 for part, names in (("seen", SEEN_SUBSETS), ("unseen", UNSEEN_SUBSETS))}
     recall = {m: {a: t3[m][a]["recall@5"] for a in RECALL_AVERAGES} for m in tables.methods(best)}
+    dev_recall = {m: v["dev"]["recall@5"] for m, v in
+                  ((m, tables.values({"dev": dev}, x, metrics=["recall@5"], averages=())) for m, x in
+                   tables.methods(best).items())}
     return Draw(seed, coverage, recall, verdicts, dict(best.__dict__),
                 {"dev": len(dev.dataset.queries), **{k: len(c.dataset.queries) for k, c in cands.items()}},
                 {"categories": list(split.heldout_categories), "tools": len(split.heldout_tools)},
-                training or {}, replayed)
+                training or {}, replayed, dev_recall)
 
 
 def run_draw(cfg, seed: int, train_missing: bool = False, log=None) -> Draw | None:
     """One draw: replay its score cache, or (``train_missing``) train its models and write the cache;
     ``None`` when it has no cache and may not train."""
     from . import score_cache
+    dcfg = draw_config(cfg, seed)
+    return run_config(dcfg, lambda split: score_cache.cache_path(dcfg, split, draw=seed), seed, train_missing, log,
+                      {"draw_seed": seed})
+
+
+def run_config(dcfg, path_of, seed: int, train_missing: bool = False, log=None, meta: dict | None = None
+               ) -> Draw | None:
+    """Evaluate one configuration (a draw, a reranker variant) on its own split and sample: replay the score cache
+    at ``path_of(split)``, or (``train_missing``) train its models and write that cache; ``None`` when it has no
+    cache and may not train. ``seed`` labels the result."""
+    from . import score_cache
     from .experiment import eval_sets, load_models, toollens_split, train_all
     from .pipeline import candidates
     from .splits import seen_tools
-    dcfg = draw_config(cfg, seed)
     split = toollens_split(dcfg.setup)
     sets = eval_sets(split, dcfg.subset_queries, dcfg.dev_queries, seed=dcfg.eval_seed)
     seen = seen_tools(split.train)
-    path = score_cache.cache_path(dcfg, split, draw=seed)
+    path = path_of(split)
     if path.is_file():
         return evaluate_draw(seed, split, score_cache.load(path, sets, seen),
                              score_cache.meta(path).get("training", {}), replayed=True)
@@ -100,7 +114,7 @@ def run_draw(cfg, seed: int, train_missing: bool = False, log=None) -> Draw | No
     cands = score_cache.quantize({name: candidates(ds, retr, reranker, seen, classifier, depth=dcfg.depth, log=None)
                                   for name, ds in sets.items()})
     draw = evaluate_draw(seed, split, cands, models.stats, replayed=False)
-    score_cache.save(path, cands, meta={"training": models.stats, "draw_seed": seed})   # incl. on-demand scores
+    score_cache.save(path, cands, meta={"training": models.stats, **(meta or {})})   # incl. on-demand scores
     return draw
 
 

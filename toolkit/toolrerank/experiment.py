@@ -17,19 +17,21 @@ from toolkit.data.contract import RetrievalDataset
 
 from .classifier import QueryClassifier, classifier_examples, train_classifier
 from .dual_encoder import positive_pairs, train_dual_encoder
-from .reranker import Reranker, sample_reranker_pairs, train_cross_encoder
+from .reranker import Reranker, add_random_negatives, sample_reranker_pairs, train_cross_encoder
 from .splits import SeenUnseenSplit, seen_tools, tool_id
 from toolkit.data import STABLE_GROUPS
 from toolkit.training import model_dir, set_threads, write_stats
 
 
-SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac")
+SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac", "dev_pool")
 # fields added after models were cached: left out of a stage's cache key while they hold these defaults, so
 # the models trained before them keep their keys
 LATER_DEFAULTS = {"ce_rounds": 1, "ce_neg_pool": "all", "de_select_on_dev": False, "ce_select_on_dev": False,
-                  "cl_select_on_dev": False, "ce_neg_per": "query"}
+                  "cl_select_on_dev": False, "ce_neg_per": "query", "dev_pool": "all", "ce_init": "base",
+                  "ce_base": "", "ce_random_neg": 0}
 NEG_PER = ("query", "positive")
 NEG_POOLS = ("all", "seen")
+CE_INITS = ("base", "dpr")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class Setup:
     threads: int = 1                 # torch threads: 1 beats 2 on a shared 2-core machine (measured)
     max_steps: int = 0               # cap on optimizer steps per model (smoke); 0 = none
     # split
+    dev_pool: str = "all"            # dev sampled from: all = every training query (our first runs; ~40 % touched
+                                     # held-out tools); seen = queries of seen tools only (the paper)
     dev_size: int = 600
     n_heldout_categories: int = 2
     heldout_tool_frac: float = 0.1
@@ -68,6 +72,11 @@ class Setup:
     ce_max_len: int = 256
     ce_lr: float = 2e-5
     ce_rounds: int = 1               # >1: continue training the previous round's reranker on a fresh query sample
+    ce_init: str = "base"            # the reranker's encoder starts from: base = the pretrained encoder (ce_base, else
+                                     # base); dpr = the fine-tuned DPR checkpoint. A fresh one-logit head either way
+    ce_base: str = ""                # the reranker's pretrained encoder when it is not ``base`` (e.g. mpnet)
+    ce_random_neg: int = 0           # random negatives per positive from the whole 16,427-API ToolBench library,
+                                     # beside the hard negatives (against memorising a small training library)
     ce_select_on_dev: bool = False   # evaluate dev Rerank-10 Recall@5 after every epoch, keep the best epoch
                                      # with negatives from the trained DPR
     # classifier
@@ -86,11 +95,21 @@ class Setup:
             raise ValueError(f"Setup.ce_neg_per must be one of {NEG_PER}, got {self.ce_neg_per!r}")
         if self.ce_neg_source not in ("dpr", "base"):
             raise ValueError(f"Setup.ce_neg_source must be 'dpr' or 'base', got {self.ce_neg_source!r}")
+        if self.ce_init not in CE_INITS:
+            raise ValueError(f"Setup.ce_init must be one of {CE_INITS}, got {self.ce_init!r}")
+        if self.ce_init == "dpr" and self.ce_base:
+            raise ValueError("Setup.ce_base names a pretrained encoder; with ce_init='dpr' the reranker starts from "
+                             "the fine-tuned DPR instead: set one of them")
+        if self.ce_random_neg < 0:
+            raise ValueError(f"Setup.ce_random_neg must be >= 0, got {self.ce_random_neg}")
+        from .splits import DEV_POOLS
+        if self.dev_pool not in DEV_POOLS:
+            raise ValueError(f"Setup.dev_pool must be one of {DEV_POOLS}, got {self.dev_pool!r}")
 
     def stage_params(self, stage: str) -> dict:
         """The parameters that decide one stage's weights (its cache key)."""
         d = asdict(self)
-        common = {k: d[k] for k in SPLIT_FIELDS}
+        common = {k: d[k] for k in SPLIT_FIELDS if LATER_DEFAULTS.get(k, object()) != d[k]}
         own = {k: v for k, v in d.items() if k.startswith({"dual_encoder": "de_", "reranker": "ce_",
                                                             "classifier": "cl_"}[stage])}
         for k, default in LATER_DEFAULTS.items():
@@ -232,7 +251,7 @@ def toollens_split(setup: Setup) -> SeenUnseenSplit:
     from .splits import make_split
     return make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=setup.dev_size,
                       n_heldout_categories=setup.n_heldout_categories, heldout_tool_frac=setup.heldout_tool_frac,
-                      seed=setup.seed)
+                      seed=setup.seed, dev_pool=setup.dev_pool)
 
 
 def dev_sample(split: SeenUnseenSplit, setup: Setup) -> RetrievalDataset:
@@ -305,6 +324,16 @@ def negative_pool(train: RetrievalDataset, pool: str = "all") -> tuple[list[str]
     return [ids[i] for i in keep], [texts[i] for i in keep]
 
 
+def random_negative_pool(train: RetrievalDataset) -> list[str]:
+    """The ToolBench library's APIs outside ``train``'s corpus (ToolLens: 16,427 - 464), in ToolLens's document format
+    (:func:`toolkit.data.toollens.render_like_toollens`): random negatives that are never a test document, so no
+    held-out API is taught as irrelevant."""
+    from toolkit.data import load_library
+    from toolkit.data.toollens import render_like_toollens
+    inside = {doc.meta.get("api_key", d) for d, doc in train.corpus.items()}
+    return [render_like_toollens(doc) for key, doc in sorted(load_library().items()) if key not in inside]
+
+
 def _train_reranker(split, setup, root, de_path, steps, log):
     from dataclasses import replace
 
@@ -315,7 +344,8 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     if done := trained(out):
         return done
     train = split.train
-    base, source, rounds = setup.base, setup.ce_neg_source, []
+    base = str(de_path) if setup.ce_init == "dpr" else (setup.ce_base or setup.base)
+    source, rounds = setup.ce_neg_source, []
     if setup.ce_rounds > 1:
         prev_path, prev_stats = _train_reranker(split, replace(setup, ce_rounds=setup.ce_rounds - 1), root, de_path,
                                                 steps, log)
@@ -331,6 +361,8 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     mine_s = time.perf_counter() - t
     ce_pairs = sample_reranker_pairs(ce_ds, ranked, setup.ce_neg, setup.ce_depth, seed=setup.seed, n_pos=setup.ce_pos,
                                      per_positive=setup.ce_neg_per == "positive")
+    if setup.ce_random_neg:
+        ce_pairs = add_random_negatives(ce_pairs, random_negative_pool(train), setup.ce_random_neg, seed=setup.seed + 11)
     dev_eval = None
     if setup.ce_select_on_dev:       # Rerank-10 over the trained DPR's top 10 of the whole corpus
         dev = dev_sample(split, setup)
@@ -347,6 +379,9 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     stats["stage_wall_s"] = round(time.perf_counter() - t, 1)
     stats["negatives_from"] = source
     stats["negative_pool"] = f"{setup.ce_neg_pool} ({len(ids)} APIs)"
+    stats["init"] = "the fine-tuned DPR" if setup.ce_init == "dpr" else (setup.ce_base or setup.base)
+    if setup.ce_random_neg:
+        stats["random_negatives"] = f"{setup.ce_random_neg} per positive from the ToolBench library outside ToolLens"
     if rounds:
         this = dict(stats)
         stats["rounds"] = rounds + [this]

@@ -42,6 +42,21 @@ def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]],
     return out
 
 
+def add_random_negatives(pairs: list[tuple[str, str, float]], pool: list[str], per_positive: int, seed: int = 0
+                         ) -> list[tuple[str, str, float]]:
+    """``pairs`` with ``per_positive`` documents drawn at random from ``pool`` (texts no training query has as a
+    gold API) after each positive, labelled 0: easy negatives from a large library beside the hard ones, so the
+    reranker does not learn that every document it has not been trained on is relevant."""
+    if per_positive and len(pool) < per_positive:
+        raise ValueError(f"add_random_negatives: the pool holds {len(pool)} documents, fewer than {per_positive}")
+    rng, out = random.Random(seed), []
+    for q, d, label in pairs:
+        out.append((q, d, label))
+        if label > 0:
+            out += [(q, pool[i], 0.0) for i in rng.sample(range(len(pool)), per_positive)]
+    return out
+
+
 def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu"):
     from sentence_transformers import CrossEncoder
 

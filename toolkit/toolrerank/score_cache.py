@@ -42,16 +42,21 @@ def cache_key(cfg, split) -> str:
     key = {"version": KEY_VERSION, "training": cfg.setup.training_params(), "depth": cfg.depth, "seed": cfg.eval_seed,
            "sizes": [cfg.subset_queries, cfg.dev_queries, cfg.transfer_queries],
            "split": {"train": len(split.train.queries), "heldout": [split.heldout_categories, split.heldout_tools]}}
+    if getattr(cfg, "transfer_corpus", "pool") != "pool":      # added later: the pool keeps the keys written before
+        key["transfer_corpus"] = cfg.transfer_corpus
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def cache_path(cfg, split, root: Path | None = None, draw: int | None = None) -> Path:
-    """``<profile>-<key>.json.gz`` for the main run, ``<profile>-draw<seed>-<key>.json.gz`` for a held-out draw: a
-    draw whose setup and sizes equal the main run's (smoke) has the main run's key, and the two must not write one
-    file (a run killed between them left a cache without the main run's sets)."""
+def cache_path(cfg, split, root: Path | None = None, draw: int | None = None, role: str | None = None) -> Path:
+    """``<profile>-<key>.json.gz`` for the main run, ``<profile>-draw<seed>-<key>.json.gz`` for a held-out draw,
+    ``<profile>-<role>-<key>.json.gz`` for another role (a reranker variant): a draw or variant whose setup and sizes
+    equal the main run's (smoke) has the main run's key, and the two must not write one file (a run killed between
+    them left a cache without the main run's sets)."""
     from toolkit.paths import REPO
     root = root or REPO / "data" / "score_cache" / "toolrerank"
-    role = "" if draw is None else f"draw{int(draw)}-"
+    if draw is not None and role:
+        raise ValueError("cache_path: a draw or a role, not both")
+    role = f"{role}-" if role else "" if draw is None else f"draw{int(draw)}-"
     return root / f"{cfg.profile}-{role}{cache_key(cfg, split)}.json.gz"
 
 

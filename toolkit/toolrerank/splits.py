@@ -4,8 +4,13 @@ ToolBench removed some tools, and separately whole categories, from the retrieve
 data; test queries touching them are "unseen tool" (I1-Tool) and "unseen category" (I1-Cat,
 I2-Cat). ToolLens has no such split, so :func:`make_split` builds one (seeded):
 
-1. dev: ``dev_size`` queries sampled from all of ToolLens train (as ToolRerank's dev is a sample
-   of the original training data); they are neither trained on nor tested.
+1. dev: ``dev_size`` queries of ToolLens train, neither trained on nor tested. ``dev_pool="all"``
+   (our first runs) samples them from all of ToolLens train before step 2, so 244 of 600 dev queries
+   touched held-out tools and steered the grid search and the epoch choice. ``dev_pool="seen"`` (the
+   paper: ToolRerank's dev set is a sample of its training data, which holds seen tools only) makes
+   the same draws (so steps 2-4 hold out the same categories and tools), then samples the dev set
+   again among the queries that touch no held-out tool or category; the first sample's queries that
+   do touch one go to the test pool.
 2. held-out categories: ``n_heldout_categories`` categories drawn among those with at least
    ``min_category_single`` single-tool queries (so I1-Cat is not empty);
    held-out tools: a ``heldout_tool_frac`` share of the tools of the other categories.
@@ -114,15 +119,22 @@ def _classify(ds: RetrievalDataset, qid: str, h_cats: set[str], h_tools: set[str
     return "multi-tool mixing seen and unseen tools"
 
 
+DEV_POOLS = ("all", "seen")
+
+
 def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 600,
                n_heldout_categories: int = 2, heldout_tool_frac: float = 0.1, min_category_single: int = 40,
-               seed: int = 0) -> SeenUnseenSplit:
+               seed: int = 0, dev_pool: str = "all") -> SeenUnseenSplit:
     """The seen/unseen split (module docstring). ``train``/``test`` share one corpus (ToolLens)."""
     if train.corpus is not test.corpus and set(train.corpus) != set(test.corpus):
         raise ValueError("make_split: train and test must share one corpus")
+    if dev_pool not in DEV_POOLS:
+        raise ValueError(f"make_split: dev_pool must be one of {DEV_POOLS}, got {dev_pool!r}")
     rng = random.Random(seed)
     corpus = train.corpus
     qids = sorted(train.queries, key=lambda q: (len(q), q))
+    # the first runs' dev sample, drawn first from every training query: with dev_pool="seen" it only feeds the
+    # held-out draws below, so both pools hold out the same categories and tools (their unseen subsets compare)
     dev_ids = sorted(rng.sample(qids, dev_size)) if dev_size else []
     dev_set = set(dev_ids)
     # held-out categories among those with enough single-tool queries
@@ -142,6 +154,13 @@ def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 
     def touches(ds, q):
         return any(t in ht or t.split("/")[0] in hc for t in gold_tools(ds, q))
 
+    if dev_size and dev_pool == "seen":
+        clean = [q for q in qids if not touches(train, q)]
+        if len(clean) <= dev_size:
+            raise ValueError(f"make_split: dev_size {dev_size} >= the {len(clean)} training queries with seen "
+                             "tools only; lower dev_size")
+        dev_ids = sorted(random.Random(seed + 1).sample(clean, dev_size))
+        dev_set = set(dev_ids)
     train_ids = [q for q in sorted(train.queries) if q not in dev_set and not touches(train, q)]
     dropped = [q for q in sorted(train.queries) if q not in dev_set and touches(train, q)]
     pool_queries = {**{q: test.queries[q] for q in test.queries}, **{q: train.queries[q] for q in dropped}}
@@ -165,6 +184,12 @@ def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 
     return SeenUnseenSplit(train_ds,
                            train.subset(dev_ids, name="toollens-dev"), pool, h_cats, h_tools,
                            subsets, dict(unassigned))
+
+
+def dev_touching_heldout(split: SeenUnseenSplit) -> int:
+    """How many dev queries have a gold API of a held-out tool or category (0 for ``dev_pool="seen"``)."""
+    hc, ht = set(split.heldout_categories), set(split.heldout_tools)
+    return sum(any(t in ht or t.split("/")[0] in hc for t in gold_tools(split.dev, q)) for q in split.dev.queries)
 
 
 RELEASE_GROUPS = {"I1-Inst": "G1_instruction", "I2-Inst": "G2_instruction", "I3-Inst": "G3_instruction",

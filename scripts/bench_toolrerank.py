@@ -16,7 +16,7 @@ from pathlib import Path
 
 from toolkit.data import load_dataset
 from toolkit.toolrerank.classifier import classifier_examples, train_classifier
-from toolkit.toolrerank.dual_encoder import positive_pairs, train_dual_encoder
+from toolkit.retrieval.dual_encoder import positive_pairs, train_dual_encoder
 from toolkit.toolrerank.reranker import sample_reranker_pairs, train_cross_encoder
 
 

@@ -232,7 +232,7 @@ def test_weighted_loss_is_mnrl_with_hard_negatives_scaled_by_alpha_t():
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from toolkit.feedback.training import Example, weighted_contrastive_loss
-    from toolkit.toolrerank.dual_encoder import _features, load_base_encoder
+    from toolkit.retrieval.dual_encoder import _features, load_base_encoder
     model = load_base_encoder("minilm", 64)
     batch = [Example("weather in paris", "weather api", "stock api", 1.0, 0),
              Example("price of gold", "metals api", "news api", 1.0, 0)]
@@ -494,7 +494,7 @@ def test_a_kept_warmup_model_is_used_before_the_cache_and_never_retrained(tmp_pa
     from toolkit.feedback import stages
     from toolkit.feedback.config import config_for
     from toolkit.feedback.training import CHECKPOINT_EVERY
-    from toolkit.toolrerank import dual_encoder
+    from toolkit.retrieval import dual_encoder
     cfg = config_for("smoke")
     monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
     monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "cache")

@@ -468,7 +468,7 @@ def _train_ds():
 
 
 def test_positive_pairs_every_or_one_gold_api_per_query():
-    from toolkit.toolrerank.dual_encoder import positive_pairs
+    from toolkit.retrieval.dual_encoder import positive_pairs
     ds = _train_ds()
     assert positive_pairs(ds) == [("one tool", "doc a:1"), ("three tools", "doc b:1"), ("three tools", "doc c:1"),
                                   ("three tools", "doc a:2")]

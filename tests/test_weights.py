@@ -69,7 +69,7 @@ def test_a_model_kept_in_float16_is_used_in_float32_and_encodes_as_before(tmp_pa
     from sentence_transformers import SentenceTransformer
 
     from toolkit.feedback import stages
-    from toolkit.toolrerank.dual_encoder import load_base_encoder
+    from toolkit.retrieval.dual_encoder import load_base_encoder
     monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
     monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "cache")
     model = load_base_encoder("minilm", 64)

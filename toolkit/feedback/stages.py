@@ -56,7 +56,7 @@ def warmup(cfg) -> tuple[Path, dict]:
     """ToolRetriever: the dual encoder on ToolLens train (original instructions, in-batch negatives)."""
     from toolkit.feedback.data import training_set
     from toolkit.feedback.training import CHECKPOINT_EVERY
-    from toolkit.toolrerank.dual_encoder import positive_pairs, train_dual_encoder
+    from toolkit.retrieval.dual_encoder import positive_pairs, train_dual_encoder
     import random
     if kept := _kept(X.warmup_id(cfg)):
         return kept

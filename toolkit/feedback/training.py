@@ -116,7 +116,7 @@ def train_iteration_aware(examples: list[Example], out_dir: Path, base: str, cfg
                           log=print, max_steps: int | None = None) -> tuple[Path, dict]:
     """Fine-tune ``base`` (a registry name or a saved SentenceTransformer, e.g. the warm-up model) on
     ``examples``; batches never repeat a query or a positive (they would be false in-batch negatives)."""
-    from toolkit.toolrerank.dual_encoder import load_base_encoder
+    from toolkit.retrieval.dual_encoder import load_base_encoder
     from toolkit.training import batches_no_duplicates, train_loop, trained, write_stats
     out_dir = Path(out_dir)
     if done := trained(out_dir):

@@ -4,9 +4,12 @@ One small module per concept:
 
 - :mod:`.splits`      seen/unseen split of ToolLens (held-out tools and categories, dev, six test
                       subsets mirroring I1-Inst ... I2-Cat) and the seen-tool set of any training data
-- :mod:`.training`    the shared training loop (checkpoints, resume, throughput) and model cache dirs
-- :mod:`.dual_encoder` the "DPR" retriever: bi-encoder trained with in-batch negatives (ToolBench recipe)
+- :mod:`toolkit.training` the shared training loop (checkpoints, resume, throughput) and model cache dirs
+- :mod:`toolkit.retrieval.dual_encoder` the "DPR" retriever: bi-encoder trained with in-batch negatives (ToolBench
+                      recipe), shared with the feedback method's ToolRetriever
 - :mod:`.reranker`    cross-encoder reranker trained on gold positives + hard negatives from the retriever
+- :mod:`.variants`    reranker variants (where the reranker starts; issue 50)
+- :mod:`.alone`       the reranker judged alone against the whole library (Recall@5, AUC)
 - :mod:`.classifier`  single- vs multi-tool query classifier
 - :mod:`.truncation`  Adaptive Truncation (m_s for seen tools, m_u for unseen; §3.2)
 - :mod:`.hierarchy`   Hierarchy-Aware Reranking: Algorithm 1 (single-tool, extended API list) and

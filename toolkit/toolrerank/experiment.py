@@ -16,7 +16,7 @@ from pathlib import Path
 from toolkit.data.contract import RetrievalDataset
 
 from .classifier import QueryClassifier, classifier_examples, train_classifier
-from .dual_encoder import positive_pairs, train_dual_encoder
+from toolkit.retrieval.dual_encoder import positive_pairs, train_dual_encoder
 from .reranker import Reranker, add_random_negatives, sample_reranker_pairs, train_cross_encoder
 from .splits import SeenUnseenSplit, seen_tools, tool_id
 from toolkit.data import STABLE_GROUPS

@@ -311,7 +311,7 @@ def test_align_samples_from_the_latest_model_and_trains_on_kept_drafts(tmp_path)
 
 
 def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure():
-    from toolkit.querygen.__main__ import _keep_measured
+    from toolkit.querygen.runs import _keep_measured
     before = [{"iteration": 1, "drafts_generated": 1500, "draft_seconds": 4000.0, "drafts_per_s": 0.375, "kept": 290},
               {"iteration": 2, "drafts_generated": 1500, "draft_seconds": 3000.0, "drafts_per_s": 0.5, "kept": 295}]
     replayed = [{"iteration": 1, "drafts_generated": 0, "draft_seconds": 2.0, "drafts_per_s": None, "kept": 290}]
@@ -331,7 +331,7 @@ def test_a_resumed_alignment_keeps_the_draft_timings_it_did_not_measure():
 
 
 def test_a_retrained_iteration_keeps_the_earlier_training_whose_model_made_the_cached_answers():
-    from toolkit.querygen.__main__ import _keep_measured
+    from toolkit.querygen.runs import _keep_measured
     first = {"iteration": 1, "drafts_generated": 0, "train_seconds": 1139.0, "train_tokens_per_s": 65.4,
              "train_final_loss": 1.1743}
     same = dict(first)                                        # the finished run directory was reused
@@ -340,7 +340,7 @@ def test_a_retrained_iteration_keeps_the_earlier_training_whose_model_made_the_c
     rec = _keep_measured([first], [again])[0]
     assert rec["train_final_loss"] == 1.1749
     assert rec["earlier_training"] == [{"train_seconds": 1139.0, "train_tokens_per_s": 65.4, "train_final_loss": 1.1743}]
-    from toolkit.querygen.__main__ import SFT_LOG_KEYS, earlier_trainings
+    from toolkit.querygen.runs import SFT_LOG_KEYS, earlier_trainings
     assert earlier_trainings({"seconds": 1865.3, "tokens_per_s": 71.4, "final_loss": 0.6393},
                              {"seconds": 1224.6, "tokens_per_s": 108.8, "final_loss": 0.6398}, SFT_LOG_KEYS) \
         == [{"seconds": 1865.3, "tokens_per_s": 71.4, "final_loss": 0.6393}]

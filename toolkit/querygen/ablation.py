@@ -19,7 +19,7 @@ def in_own_process(target, *args) -> int:
 
 
 def run_row(args, cfg, align_cfg) -> None:
-    """One ablation row: :func:`toolkit.querygen.__main__.run_alignment` for one iteration with
+    """One ablation row: :func:`toolkit.querygen.runs.run_alignment` for one iteration with
     ``align_cfg``, test answers on ``cfg.ablation_test_requests`` requests per test set."""
-    from toolkit.querygen.__main__ import run_alignment
+    from toolkit.querygen.runs import run_alignment
     run_alignment(args, cfg, align_cfg, stop_after=1, test_requests=cfg.ablation_test_requests)

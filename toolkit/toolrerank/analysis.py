@@ -173,7 +173,7 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
     same comparisons as data (:func:`toolkit.significance.compared`)."""
     from toolkit.significance import compared, p_text
 
-    from .tables import AVERAGES
+    from .splits import AVERAGES
     out = []
 
     def p_of(a, b, avg="all-avg"):

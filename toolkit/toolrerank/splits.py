@@ -51,6 +51,9 @@ SEEN_SUBSETS = ["I1-Inst", "I2-Inst", "I3-Inst"]
 UNSEEN_SUBSETS = ["I1-Tool", "I1-Cat", "I2-Cat"]
 SINGLE_SUBSETS = ["I1-Inst", "I1-Tool", "I1-Cat"]
 MULTI_SUBSETS = ["I2-Inst", "I3-Inst", "I2-Cat"]
+#: the paper's averages over subsets (its tables' last columns)
+AVERAGES = {"seen-avg": SEEN_SUBSETS, "unseen-avg": UNSEEN_SUBSETS, "all-avg": list(SUBSETS),
+            "single-avg": SINGLE_SUBSETS, "multi-avg": MULTI_SUBSETS}
 
 
 def tool_id(doc: Document) -> str:

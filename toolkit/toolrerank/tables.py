@@ -14,10 +14,7 @@ import pandas as pd
 from toolkit.metrics import evaluate
 
 from .pipeline import Candidates, as_run, method_lists
-from .splits import MULTI_SUBSETS, SEEN_SUBSETS, SINGLE_SUBSETS, SUBSETS, UNSEEN_SUBSETS
-
-AVERAGES = {"seen-avg": SEEN_SUBSETS, "unseen-avg": UNSEEN_SUBSETS, "all-avg": list(SUBSETS),
-            "single-avg": SINGLE_SUBSETS, "multi-avg": MULTI_SUBSETS}
+from .splits import AVERAGES, MULTI_SUBSETS, SEEN_SUBSETS, SINGLE_SUBSETS, SUBSETS, UNSEEN_SUBSETS  # noqa: F401
 
 
 def dataset_key(name: str) -> str:

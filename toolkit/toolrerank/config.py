@@ -102,16 +102,18 @@ PROFILES = {
 
 # Issue 50's fair test of the standard profile, run in the background (scripts/train_toolrerank.py --fair) and adopted
 # as the standard profile once its score caches are committed: the paper's seen-only dev set, the reranker variants
-# at a screen budget (one epoch, one gold API and one hard negative per training query, 4,000 queries; evaluated on 50
-# queries per subset and 100 dev queries), the reranker judged alone on 30 queries per subset, and the StableToolBench
-# groups over the whole library. Sized from results/bench/toolrerank_bases.json (cores free): the cross-encoder trains
-# 8.1 (MiniLM) vs 1.15 (mpnet) pairs/s and scores 24.4 vs 4.6 pairs/s over 6 steps.
+# at a screen budget (one epoch, one gold API and one hard negative for each of 2,000 training queries; evaluated on 25
+# queries per subset and 50 dev queries), the reranker judged alone on 20 queries per subset, and the StableToolBench
+# groups over the whole library. Sized from results/bench/toolrerank_bases.json (cores free, 6 steps): the
+# cross-encoder trains at 8.1 (MiniLM) and 1.15 (mpnet) pairs/s and scores at 24.4 and 4.6 pairs/s; the DPR trained
+# at 5.6 pairs/s in the first hour of the fair run (2026-11-29), not the 12.8 measured on 2026-11-25. Screen: about
+# 15 min per MiniLM variant and 1.6 h for mpnet's.
 FAIR_STANDARD = {"dev_pool": "seen", "variants": tuple(["pretrained MiniLM + fresh head", "fine-tuned DPR + fresh head",
                                                         "pretrained mpnet + fresh head",
                                                         "MiniLM + library random negatives"]),
-                 "variant_setup": {"ce_epochs": 1, "ce_pos": 1, "ce_neg": 1, "ce_queries": 4000},
-                 "variant_subset_queries": 50, "variant_dev_queries": 100,
-                 "alone_queries": 30, "transfer_corpus": "library"}
+                 "variant_setup": {"ce_epochs": 1, "ce_pos": 1, "ce_neg": 1, "ce_queries": 2000},
+                 "variant_subset_queries": 25, "variant_dev_queries": 50,
+                 "alone_queries": 20, "transfer_corpus": "library"}
 
 
 def config_for(profile: str, **overrides) -> ExperimentConfig:

@@ -161,3 +161,17 @@ def test_variant_table_picks_the_best_dev_rerank10_and_records_no_costs():
     metrics = {c["metric"] for c in rec.cells}
     assert "dev_Rerank-10_R@5" in metrics and not {"train_min", "train_pairs"} & metrics
     assert any("chosen on dev" in c["note"] for c in rec.cells if c["method"] == "fine-tuned DPR + fresh head")
+
+
+@pytest.mark.slow
+def test_the_fresh_reranker_head_comes_from_the_seed_not_the_process_history():
+    torch = pytest.importorskip("torch")
+    from toolkit.toolrerank.reranker import load_base_cross_encoder
+
+    def head(seed, burn):
+        torch.manual_seed(burn)
+        torch.rand(burn)                      # another model trained before in the same process
+        m = load_base_cross_encoder("minilm", 64, seed=seed)
+        return torch.cat([p.detach().flatten() for n, p in m.model.named_parameters() if "classifier" in n])
+    assert torch.equal(head(0, 1), head(0, 1000))
+    assert not torch.equal(head(0, 1), head(1, 1))

@@ -39,7 +39,9 @@ def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str =
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     path = _base_path(base)
     tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2)
+    with torch.random.fork_rng(devices=[]):      # the fresh head from the seed, not from the process's history
+        torch.manual_seed(seed)
+        model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2)
     batches, ends = epoch_batches(lambda e: batches_no_duplicates(examples, batch_size, seed + e, keys=lambda it: ()),
                                   epochs, max_steps)
 

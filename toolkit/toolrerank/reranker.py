@@ -57,7 +57,10 @@ def add_random_negatives(pairs: list[tuple[str, str, float]], pool: list[str], p
     return out
 
 
-def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu"):
+def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu", seed: int = 0):
+    """``base`` with a fresh one-logit head, initialised from ``seed`` (not from whatever the process drew before:
+    unseeded, a reranker trained after another model in the same process started from another head)."""
+    import torch
     from sentence_transformers import CrossEncoder
 
     from toolkit.retrieval.models import resolve_model
@@ -69,7 +72,9 @@ def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu
     level = st_logger.level
     st_logger.setLevel(logging.ERROR)
     try:
-        return CrossEncoder(target, num_labels=1, max_length=max_length, device=device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return CrossEncoder(target, num_labels=1, max_length=max_length, device=device)
     finally:
         st_logger.setLevel(level)
 
@@ -86,7 +91,7 @@ def train_cross_encoder(pairs: list[tuple[str, str, float]], out_dir: Path, base
     set_threads(threads)
     import torch
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-    model = load_base_cross_encoder(base, max_length)
+    model = load_base_cross_encoder(base, max_length, seed=seed)
     loss = BinaryCrossEntropyLoss(model)
     batches, ends = epoch_batches(lambda e: batches_no_duplicates(pairs, batch_size, seed + e, keys=lambda it: ()),
                                   epochs, max_steps)

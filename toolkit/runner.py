@@ -52,7 +52,7 @@ def notebook_parameters(path: Path) -> dict[str, object]:
 # notebooks whose parameters cell is ``profile`` + ``overrides``: their configuration object checks
 # the overrides before anything runs
 CONFIGS = {"01_baselines": "toolkit.baselines", "10_toolrerank": "toolkit.toolrerank.config", "20_reinvoke": "toolkit.reinvoke.config", "30_feedback": "toolkit.feedback.config",
-           "40_querygen": "toolkit.querygen.config"}
+           "40_querygen": "toolkit.querygen.config", "50_headtohead": "toolkit.methods.benchmark"}
 
 
 def fold_overrides(path: Path, params: dict, profile: str = "smoke") -> dict:

@@ -1,0 +1,332 @@
+"""The suite's methods behind the one interface (:mod:`toolkit.methods.base`). Each wraps its paper's package, and
+reimplements nothing:
+
+- ``BM25`` and ``Dense`` (MiniLM, mpnet): :func:`toolkit.retrieval.build_retriever`, as notebook 01 runs them;
+- ``ToolLensDPR``: the dual encoder fine-tuned on ToolLens train (the feedback paper's ToolRetriever warm-up),
+  replayed from its committed retrieval traces (``data/feedback_traces/standard-toolretriever-*``);
+- ``IterativeFeedback``: the feedback loop's test traces (``data/feedback_traces/standard-test-*``), its last round;
+- ``ReinvokeIntents``: Re-Invoke's intent extractor with multi-view ranking (:func:`toolkit.reinvoke.reinvoke_run`)
+  on the committed intents (``data/llm_cache/reinvoke_intents``), the documents not expanded;
+- pending: ToolRerank (its score cache holds the StableToolBench groups over their candidate pools, not over the
+  library), Re-Invoke with document expansion (the library's 16,427 APIs have no synthetic queries), query
+  generation (its answers are for ToolLens requests, not these queries). Each names its command and cost.
+
+Costs not measured in the run come from the records the caches keep: a trace's meta (training seconds), the LLM
+cache (milliseconds and completion tokens per answer), and ``results/bench/`` (encoder and reranker speeds).
+"""
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from typing import Mapping
+
+import numpy as np
+
+from toolkit.data.contract import Run
+from dataclasses import replace
+
+from toolkit.methods.base import Cost, Method, MethodPending, Pending
+
+# torch encoding speed on this class of machine (2 cores): results/bench/encoders.txt (2026-11-29, library
+# documents, batch 32; MiniLM at max length 256, mpnet at 384)
+ENCODER_DOCS_PER_SECOND = {"minilm": 23.0, "mpnet": 1.6}
+# ToolRerank's cross-encoder (MiniLM) scores 24.4 pairs/s: results/bench/toolrerank_bases.json
+RERANKER_PAIRS_PER_SECOND = 24.4
+LABELS = ("I1", "I2", "I3", "UltraTool")     # the feedback loop's sets, whose samples are the common query set
+
+
+def _feedback_cfg():
+    from toolkit.feedback.config import config_for
+    return config_for("standard")
+
+
+# --- off-the-shelf retrievers ------------------------------------------------------------------------
+
+def uncached(model: str, texts: list[str]) -> int:
+    """How many distinct ``texts`` neither this machine's embedding cache nor the committed layer holds."""
+    from toolkit.retrieval.embedding_cache import committed_store, store_for, text_keys
+    if not texts:
+        return 0
+    keys = np.unique(text_keys(list(texts)))
+    hit = store_for(model).lookup(keys)[0]
+    committed = committed_store(model)
+    if committed is not None:
+        hit |= committed.lookup(keys)[0]
+    return int((~hit).sum())
+
+
+def encoder_ms(model: str, texts: list[str]) -> float:
+    """Milliseconds per text of encoding ``texts`` with the model itself (no cache): what a query or document costs
+    when its vector is not already stored."""
+    from toolkit.retrieval.models import load_encoder
+    enc = load_encoder(model)
+    enc.encode(texts[:1], show_progress_bar=False)          # warm-up call: kernels, tokenizer
+    t = time.perf_counter()
+    enc.encode(list(texts), batch_size=32, normalize_embeddings=True, show_progress_bar=False)
+    return (time.perf_counter() - t) * 1000 / max(len(texts), 1)
+
+
+class BM25(Method):
+    """bm25s Okapi BM25, k1 = 1.5, b = 0.75, notebook 01's standard setting."""
+    name, cheap = "BM25", True
+
+    def offline(self, corpus) -> None:
+        from toolkit.baselines import PROFILES
+        from toolkit.retrieval import build_retriever
+        self.retriever = build_retriever("bm25", **PROFILES["standard"].bm25_params())
+        self.retriever.index(list(corpus), [d.text for d in corpus.values()])
+
+    def online(self, queries) -> Run:
+        return self.retriever.search(dict(queries), k=100)
+
+
+class Dense(Method):
+    """An off-the-shelf sentence encoder, exact inner-product search. The vectors come from the embedding cache;
+    with ``encode_missing=False`` (the standard profile) a corpus whose vectors are not stored makes the method
+    pending with the encoding time it would take, instead of spending it inside the run. ``timing_texts``: how many
+    queries are encoded again without the cache to time the encoder online (0: not timed, only the search)."""
+    cheap = True
+
+    def __init__(self, model: str = "minilm", encode_missing: bool = False, timing_texts: int = 8):
+        super().__init__()
+        self.model, self.encode_missing, self.timing_texts = model, encode_missing, timing_texts
+        self.name = {"minilm": "Dense MiniLM", "mpnet": "Dense mpnet"}.get(model, f"Dense {model}")
+
+    def offline(self, corpus) -> None:
+        from toolkit.retrieval import DenseRetriever
+        texts = [d.text for d in corpus.values()]
+        missing = uncached(self.model, texts)
+        rate = ENCODER_DOCS_PER_SECOND.get(self.model)
+        if missing and not self.encode_missing:
+            raise MethodPending(Pending(
+                f"{missing:,} of {len(texts):,} document vectors of {self.model} are not committed",
+                "python -m toolkit run 50_headtohead --profile standard -p encode_missing=True, then "
+                "python -m toolkit embeddings commit --log <TOOLKIT_EMBEDDING_LOG dir>",
+                Cost(index_seconds=missing / rate if rate else None),
+                f"encoding at {rate} documents/s (results/bench/encoders.txt)" if rate else "encoder speed unmeasured"))
+        t = time.perf_counter()
+        self.retriever = DenseRetriever(self.model, show_progress=False).index(list(corpus), texts)
+        took = time.perf_counter() - t
+        # the index's cost is encoding every document; the run reads stored vectors, so it is taken at the
+        # encoder's benchmarked speed (measured here only when the vectors were encoded in this run)
+        index_s = len(texts) / rate if rate and not missing else took
+        self.cost = Cost(index_seconds=index_s,
+                         note=f"index: {len(texts):,} documents at {rate} documents/s (results/bench/encoders.txt)"
+                              if rate and not missing else "index: encoded in this run")
+        self._query_ms: list[float] = []
+
+    def online(self, queries) -> Run:
+        t = time.perf_counter()
+        run = self.retriever.search(dict(queries), k=100)
+        search_ms = (time.perf_counter() - t) * 1000 / max(len(queries), 1)
+        if self.timing_texts:
+            search_ms += encoder_ms(self.model, list(queries.values())[:self.timing_texts])
+        self._query_ms.append(search_ms)
+        self.cost = Cost(index_seconds=self.cost.index_seconds, ms_per_query=float(np.mean(self._query_ms)),
+                         note=self.cost.note)
+        return run
+
+
+# --- replayed from the feedback traces ---------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _traces(kind: str) -> tuple[dict, dict]:
+    """(traces by qid over the four sets, meta by set) of the standard ``kind`` traces: ``toolretriever`` (the
+    warm-up DPR's retrieval of whole groups) or ``test`` (the loop on the LLM samples). A missing file is absent."""
+    from toolkit.feedback.experiment import load_meta, load_traces, test_trace_path, toolretriever_trace_path
+    cfg = _feedback_cfg()
+    out, meta = {}, {}
+    for label in LABELS:
+        path = (toolretriever_trace_path(cfg, label) if kind == "toolretriever"
+                else test_trace_path(cfg, label, cfg.sample_size(label)))
+        if not path.is_file():
+            continue
+        got = load_traces(path)
+        clash = set(got) & set(out)
+        if clash:
+            raise ValueError(f"{path.name}: qids also in another set's trace (e.g. {sorted(clash)[0]!r})")
+        out.update(got)
+        meta[label] = load_meta(path)
+    return out, meta
+
+
+class _Replay(Method):
+    kind = ""          # the trace kind
+    stage = ""         # the feedback stage that writes it
+
+    def _pending(self, qids) -> Pending:
+        from toolkit.feedback.experiment import command
+        return Pending(f"{len(qids)} queries (e.g. {sorted(qids)[0]!r}) are in no committed {self.kind} trace",
+                       " / ".join(command(self.stage, _feedback_cfg(), g) for g in LABELS), self.cost)
+
+    def traces_for(self, queries) -> dict:
+        traces, _ = _traces(self.kind)
+        missing = [q for q in queries if q not in traces]
+        if missing:
+            raise MethodPending(self._pending(missing))
+        return {q: traces[q] for q in queries}
+
+
+class ToolLensDPR(_Replay):
+    """The MiniLM dual encoder fine-tuned on ToolLens train (in-batch negatives; the feedback paper's
+    ToolRetriever), its top 30 replayed from the committed traces. Online it is a MiniLM bi-encoder over the same
+    corpus: it searches as fast as Dense MiniLM."""
+    name, kind, stage = "DPR (ToolLens)", "toolretriever", "toolretriever"
+
+    def __init__(self):
+        super().__init__()
+        _, meta = _traces(self.kind)
+        warm = next((m.get("warmup_stats") for m in meta.values() if m.get("warmup_stats")), {}) or {}
+        self.cost = Cost(training_minutes=warm.get("seconds", 0.0) / 60, ms_as=("Dense MiniLM", 1.0),
+                         index_seconds=None,
+                         note=f"training: {warm.get('pairs', 0):,} ToolLens pairs, {warm.get('seconds', 0) / 60:.0f} min "
+                              "(trace meta); online as Dense MiniLM")
+
+    def offline(self, corpus) -> None:
+        self.cost = replace(self.cost, index_seconds=len(corpus) / ENCODER_DOCS_PER_SECOND["minilm"])
+
+    def online(self, queries) -> Run:
+        from toolkit.feedback.loop import run_at
+        return run_at(self.traces_for(queries), 0)
+
+
+class IterativeFeedback(_Replay):
+    """The feedback loop (Xu et al. 2024): the iteration-aware retriever (warm-up, then trained on the LLM's offline
+    feedback) and up to three rounds of LLM feedback per query, its last round's list replayed from the committed
+    test traces. Online: the rounds' LLM seconds from the trace (4 llama.cpp slots decoding together) and one
+    MiniLM retrieval per round."""
+    name, kind, stage = "Iterative feedback", "test", "test"
+
+    def __init__(self):
+        super().__init__()
+        from toolkit.feedback.experiment import load_traces, train_trace_path
+        _, meta = _traces(self.kind)
+        train = next((m.get("training_stats") for m in meta.values() if m.get("training_stats")), {}) or {}
+        warm_meta = next((m.get("warmup_stats") for m in _traces("toolretriever")[1].values()
+                          if m.get("warmup_stats")), {}) or {}
+        path = train_trace_path(_feedback_cfg())
+        offline_llm = sum(sum(t.seconds) for t in load_traces(path).values()) if path.is_file() else 0.0
+        self.cost = Cost(llm_seconds=offline_llm, llm_tokens=None,
+                         training_minutes=(warm_meta.get("seconds", 0.0) + train.get("seconds", 0.0)) / 60,
+                         llm_tokens_per_query=None, ms_as=("Dense MiniLM", 1.0),
+                         note="LLM tokens not recorded in the traces; offline LLM: the feedback on 500 training "
+                              "instructions; training: warm-up + iteration-aware training (trace meta)")
+
+    def offline(self, corpus) -> None:
+        self.cost = replace(self.cost, index_seconds=len(corpus) / ENCODER_DOCS_PER_SECOND["minilm"])
+
+    def online(self, queries) -> Run:
+        from toolkit.feedback.loop import final_run
+        traces = self.traces_for(queries)
+        rounds = float(np.mean([len(t.runs) for t in traces.values()]))
+        llm = float(np.mean([sum(t.seconds) for t in traces.values()]))
+        self.cost = replace(self.cost, llm_seconds_per_query=llm, ms_as=("Dense MiniLM", rounds))
+        return final_run(traces)
+
+
+# --- Re-Invoke -------------------------------------------------------------------------------------
+
+def cached_llm_cost(task_name: str, texts: list[str], model: str = "qwen-1.5b") -> tuple[float, float]:
+    """(mean seconds, mean completion tokens) per text of the cached answers of a Re-Invoke task (sample 0)."""
+    from toolkit.llm.base import as_messages
+    from toolkit.llm.tasks import get_task
+    from toolkit.reinvoke import generation as G
+    task = get_task(task_name)
+    cache = G.client(task_name, "standard", model=model).cache(task.namespace)
+    cache.refresh()
+    key = task.sampling.key()
+    ms, tok = [], []
+    for p in task.prompts_for(texts):
+        a = cache.get("chat", as_messages(p), key, 0)
+        if a is not None:
+            ms.append(a.meta.get("ms") or 0)
+            tok.append(a.meta.get("ntok") or 0)
+    return (float(np.mean(ms)) / 1000 if ms else 0.0), (float(np.mean(tok)) if tok else 0.0)
+
+
+def task_rate(task_name: str, model: str = "qwen-1.5b") -> tuple[float, int]:
+    """(mean seconds per answer, answers) of a task's committed cache: :func:`toolkit.reinvoke.experiment.generation_time`."""
+    from toolkit.reinvoke.experiment import generation_time
+    row = generation_time(model, (task_name,)).iloc[0]
+    return (row["call time (s)"] / row["answers"] if row["answers"] else float("nan")), int(row["answers"])
+
+
+class ReinvokeIntents(Method):
+    """Re-Invoke's intent extractor (Qwen 1.5B, greedy; the committed answers) and multi-view ranking over MiniLM
+    (Algorithm 2), without document expansion -- Table 3(A)'s "intent extractor" row, the part of Re-Invoke the
+    committed caches cover over the whole library."""
+    name = "Re-Invoke (intents only)"
+
+    def offline(self, corpus) -> None:
+        from toolkit.data.contract import RetrievalDataset
+        from toolkit.reinvoke.pipeline import build_index
+        ds = RetrievalDataset("corpus", dict(corpus), {}, {})
+        self.index = build_index(ds, "dense", None)
+        self.cost = Cost(index_seconds=len(corpus) / ENCODER_DOCS_PER_SECOND["minilm"], ms_as=("Dense MiniLM", 1.0))
+
+    def online(self, queries) -> Run:
+        from toolkit.reinvoke import generation as G
+        from toolkit.reinvoke.pipeline import run_from_intents
+        got = G.intents(dict(queries), G.client("intents", "standard"), partial=True)
+        missing = [q for q in queries if q not in got]
+        if missing:
+            sec, n = task_rate("intents")
+            raise MethodPending(Pending(
+                f"{len(missing)} of {len(queries)} queries have no cached intents",
+                "python -m toolkit llm generate --prompt intents --dataset <ultratool|toolbench-i1|...> --model qwen-1.5b",
+                Cost(llm_seconds=sec * len(missing)),
+                f"{sec:.1f} s per answer, the mean of the {n:,} cached intent answers"))
+        sec, tok = cached_llm_cost("intents", list(queries.values()))
+        self.cost = Cost(index_seconds=self.cost.index_seconds, llm_seconds_per_query=sec, llm_tokens_per_query=tok,
+                         ms_as=("Dense MiniLM", float(np.mean([len(v) for v in got.values()]))))
+        return run_from_intents(self.index, {q: got[q] for q in queries}, k=100)
+
+
+# --- pending: inputs no committed cache holds ------------------------------------------------------------
+
+def toolrerank_pending() -> Pending:
+    """ToolRerank over the library: the standard score cache's StableToolBench sets were scored over the groups'
+    candidate pools (``transfer_corpus="pool"``); issue 50's fair run scores them over the library."""
+    import gzip
+    import json
+
+    from toolkit.paths import REPO
+    train_s = 0.0
+    for path in sorted((REPO / "data" / "score_cache" / "toolrerank").glob("standard-[0-9a-f]*.json.gz")):
+        stats = json.loads(gzip.open(path).read()).get("meta", {}).get("training", {})
+        train_s = sum(s.get("seconds", 0.0) for s in stats.values())
+        break
+    depth = 50
+    return Pending("the committed ToolRerank score cache holds the StableToolBench groups over their candidate pools, "
+                   "not over the 16,427-API library (and no UltraTool)",
+                   "python scripts/train_toolrerank.py --profile standard --fair",
+                   Cost(training_minutes=train_s / 60, ms_per_query=depth / RERANKER_PAIRS_PER_SECOND * 1000),
+                   f"training: the standard models' {train_s / 60:.0f} min (score cache meta); online: {depth} "
+                   f"candidates at {RERANKER_PAIRS_PER_SECOND} reranker pairs/s (results/bench/toolrerank_bases.json)")
+
+
+def reinvoke_pending(library_size: int = 16_427) -> Pending:
+    sec, n = task_rate("synthetic-queries")
+    return Pending("Re-Invoke's document expansion covers the 2,490 APIs of the StableToolBench pools (m = 5), not "
+                   f"the {library_size:,}-API library; UltraTool has neither expansions nor intents",
+                   "python -m toolkit.reinvoke --task synthetic-queries --dataset toolbench-all --n 1 (the library's "
+                   "documents); python -m toolkit llm generate --prompt intents --dataset ultratool --model qwen-1.5b",
+                   Cost(llm_seconds=sec * library_size),
+                   f"m = 1: {library_size:,} answers x {sec:.1f} s (mean of the {n:,} cached synthetic-query answers)")
+
+
+def querygen_pending(queries: int) -> Pending:
+    from toolkit.querygen.config import config_for
+    from toolkit.llm.client import client_for_profile
+    cfg = config_for("standard")
+    cache = client_for_profile("standard", cfg.zero_shot_model, namespace="querygen_zeroshot").cache()
+    cache.refresh()
+    ms = [a.get("ms") or 0 for a in cache.answers()]
+    sec = float(np.mean(ms)) / 1000 if ms else float("nan")
+    return Pending("query generation's committed answers are for ToolLens requests (notebook 40), none for the "
+                   "StableToolBench or UltraTool queries",
+                   "python -m toolkit llm generate --prompt querygen --dataset <toolbench-i1|toolbench-i2|toolbench-i3|"
+                   "ultratool> --model qwen-1.5b",
+                   Cost(llm_seconds_per_query=sec, ms_as=("Dense mpnet", 1.0)),
+                   f"zero-shot: {sec:.1f} s per answer (mean of the {len(ms):,} cached zero-shot answers) x "
+                   f"{queries:,} queries = {sec * queries / 3600:.1f} h; its retriever is mpnet (pending itself)")

@@ -68,6 +68,8 @@ result = B.run_benchmark(methods, sets, ties=cfg.ties)
 # I1-I3 and UltraTool; online seconds per query and offline minutes (the cost table below says where each comes from).
 
 # %%
+# NBVAL_CHECK_OUTPUT
+# quality and p are deterministic (committed vectors, traces and answers; seeded tests): these must not move
 board = B.leaderboard(result, n_permutations=cfg.n_permutations)
 B.record(rec, result, board)
 quality = [c for c in board.columns if not c.startswith(("online", "offline"))]

@@ -264,8 +264,6 @@ def pareto_points(board: pd.DataFrame, set_: str = UNION) -> dict[str, tuple[flo
 def pareto_figure(board: pd.DataFrame, path, set_: str = UNION):
     """Quality against online seconds per query (log x), the Pareto front joined and its points labelled in bold;
     saved to ``path`` (png) with the points beside it as csv. Returns the figure."""
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     pts = pareto_points(board, set_)
     front = pareto_front(pts)
@@ -285,7 +283,7 @@ def pareto_figure(board: pd.DataFrame, path, set_: str = UNION):
     ax.set_ylabel(f"NDCG@5 x100, {set_}")
     ax.set_title(f"Quality against online cost ({set_}; squares: combinations)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     pd.DataFrame([{"method": m, "online_s_per_query": x, f"ndcg@5_{set_}": y, "front": m in front}
@@ -318,10 +316,11 @@ def pending_table(result: Result) -> pd.DataFrame:
     """One row per pending method: its sets, why, the command that produces its inputs and the estimated cost."""
     rows: dict[str, dict] = {}
     for p in result.pending:
+        est = p["estimate"].resolved(result.costs)
         r = rows.setdefault(p["method"], {"method": p["method"], "sets": [], "reason": p["reason"],
                                           "command": p["command"], "estimate": p["estimate_note"],
-                                          "offline h (est.)": round(p["estimate"].offline_minutes / 60, 1),
-                                          "online s/query (est.)": p["estimate"].online_seconds_per_query})
+                                          "offline h (est.)": round(est.offline_minutes / 60, 1),
+                                          "online s/query (est.)": est.online_seconds_per_query})
         if p["reason"] != r["reason"]:
             r["reason"] += f"; {p['set']}: {p['reason']}"
         r["sets"].append(p["set"])
@@ -361,7 +360,7 @@ def reading(board: pd.DataFrame, result: Result, set_: str = UNION) -> str:
 
     def secs(m):
         x = pts[m][0]
-        return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.1f} s"
+        return f"{x * 1000:.2g} ms" if x < 1 else f"{x:.1f} s"
     lines = [f"- **The Pareto front on {set_}** (NDCG@5 x100 against online seconds per query) holds "
              + ", then ".join(f"{m} ({cell(m)}, {secs(m)}/query)" for m in front) + "."]
     if base:
@@ -382,8 +381,8 @@ def reading(board: pd.DataFrame, result: Result, set_: str = UNION) -> str:
             lines.append(f"- **Out of domain (UltraTool)** the best is {top}, {cell(top, 'UltraTool')}.")
     pend = sorted({p["method"] for p in result.pending})
     if pend:
-        lines.append(f"- **Pending** (no committed inputs for these queries; commands and estimates in the pending "
-                     f"table): {', '.join(pend)}.")
+        lines.append(f"- **Pending** on some or all sets (no committed inputs for these queries; commands and "
+                     f"estimates in the pending table): {', '.join(pend)}.")
     return "\n".join(lines)
 
 

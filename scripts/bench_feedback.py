@@ -115,7 +115,10 @@ def main() -> int:
                   "slots": args.parallel, "n": args.n, "feedback": asdict(cfg), "variants": {
                       keys[name]: {"seconds per round": round(r["total s"] / args.n, 1),
                                    "median latency s": round(r["median s/round"], 1), "total s": round(r["total s"], 1),
-                                   "tokens out": r["tokens out"], "N/A": sum(x.refined is None for x in r["refined"])}
+                                   "tokens out": r["tokens out"], "N/A": sum(x.refined is None for x in r["refined"]),
+                                   # per chat turn: what a cap must hold (sizing the caps at the 95th percentile)
+                                   **({"turns": {str(t): turn_summary(*v) for t, v in r["steps"].items()}}
+                                      if r["steps"] else {})}
                       for name, r in rows.items()}}
         print(f"recorded in {add_bench(record, Path(args.out))}")
     print(f"{'variant':<40}{'median s/round':>16}{'total s':>10}{'tokens out':>12}{'N/A':>6}")
@@ -124,8 +127,10 @@ def main() -> int:
               f"{sum(x.refined is None for x in r['refined']):>6}")
     for name, r in rows.items():
         for step, (ntoks, capped, cap) in (r["steps"] or {}).items():
-            print(f"  {name}, turn {step}: {len(ntoks)} answers, median {statistics.median(ntoks):.0f} tokens "
-                  f"(max {max(ntoks)}), {capped}/{len(ntoks)} stopped by the cap of {cap}")
+            t = turn_summary(ntoks, capped, cap)
+            print(f"  {name}, turn {step}: {t['answers']} answers, median {t['median tokens']:.0f} tokens "
+                  f"(95th percentile {t['p95 tokens']:.0f}, max {t['max tokens']}), {capped}/{len(ntoks)} stopped "
+                  f"by the cap of {cap}")
     plain = rows.get("multi-turn chat")
     for name in [n for n in rows if n.startswith("chat, speculative")]:
         if plain is None:
@@ -138,6 +143,15 @@ def main() -> int:
         print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "
               f"{sum((x.refined is None) == (y.refined is None) for x, y in zip(a['refined'], b['refined']))}/{args.n}")
     return 0
+
+
+def turn_summary(ntoks: list[int], capped: int, cap: int | None) -> dict:
+    """One chat turn's answers: count, median / 95th-percentile (nearest rank) / maximum tokens, cap hits and cap."""
+    import math
+    ranked = sorted(ntoks)
+    p95 = ranked[min(len(ranked) - 1, math.ceil(0.95 * len(ranked)) - 1)] if ranked else 0
+    return {"answers": len(ntoks), "median tokens": statistics.median(ntoks) if ntoks else 0, "p95 tokens": p95,
+            "max tokens": max(ntoks, default=0), "at the cap": capped, "cap": cap}
 
 
 def step_tokens(answers) -> dict:

@@ -17,6 +17,7 @@ def test_standard_tables_replay_from_the_traces_without_a_model(monkeypatch):
     data = json.loads(STANDARD.read_text())
     import toolkit.retrieval.dense as dense
     from toolkit.feedback import experiment as X
+    from toolkit.feedback.collect import collect
     from toolkit.feedback import stages
     from toolkit.feedback.config import config_for
 
@@ -26,7 +27,7 @@ def test_standard_tables_replay_from_the_traces_without_a_model(monkeypatch):
         monkeypatch.setattr(stages, name, no_model)
     monkeypatch.setattr(dense.DenseRetriever, "embed", no_model)
     cfg = config_for("standard", **data["parameters"].get("overrides", {}))
-    values, pending, _ = X.collect(cfg, X.test_datasets(cfg), run_missing=False)
+    values, pending, _ = collect(cfg, X.test_datasets(cfg), run_missing=False)
     assert len(pending) == len(data["pending"])
     ours = values.set_index(["table", "set", "method", "metric"])["value"]
     from toolkit.feedback.tables import KEY as keys

@@ -133,3 +133,52 @@ def bench_table(records: list[dict]):
                          "tokens out": v["tokens out"], "tokens per s": round(v["tokens out"] / v["total s"], 2),
                          "N/A": v["N/A"]})
     return pd.DataFrame(rows)
+
+
+def answer_step(prompt) -> str:
+    """The loop's step a cached feedback answer belongs to, read off its chat (:mod:`toolkit.feedback.round`): the
+    first user turn is comprehension; later turns are told apart by their fixed wording."""
+    from toolkit.llm import prompts
+    users = [m.get("content", "") for m in (prompt or []) if isinstance(m, dict) and m.get("role") == "user"]
+    if len(users) <= 1:
+        return "comprehension"
+    last = users[-1]
+    if last == prompts.FEEDBACK_STEP_ASSESSMENT:
+        return "assessment"
+    if last == prompts.FEEDBACK_STEP_DECISION:
+        return "decision"
+    if last in prompts.FEEDBACK_REFINE_WORDINGS.values() or last == prompts.FEEDBACK_STEP_REFINEMENT:
+        return "refinement"
+    return "other"
+
+
+def cap_rates(cache) -> "pd.DataFrame":
+    """Per step of the loop and token cap: the cached answers and the share that ended at the cap (finish reason
+    "length"), from the committed cache (``cache``: a :class:`toolkit.llm.cache.ResponseCache`). An answer cut at its
+    cap is a defect: the decision and the refinement then rest on reasoning that stopped mid-way."""
+    import pandas as pd
+    rows: dict[tuple, dict] = {}
+    for a in cache.answers():
+        step = answer_step(a.get("prompt"))
+        cap = (a.get("sampling") or {}).get("max_tokens")
+        r = rows.setdefault((step, cap), {"step": step, "cap (tokens)": cap, "answers": 0, "at the cap": 0})
+        r["answers"] += 1
+        r["at the cap"] += a.get("fin") == "length"
+    order = {s: i for i, s in enumerate(("comprehension", "assessment", "decision", "refinement", "other"))}
+    out = pd.DataFrame(sorted(rows.values(), key=lambda r: (order[r["step"]], r["cap (tokens)"] or 0)),
+                       columns=["step", "cap (tokens)", "answers", "at the cap"])
+    out["share at the cap"] = out["at the cap"] / out["answers"].where(out["answers"] > 0)
+    return out
+
+
+def feedback_cache(cfg):
+    """The profile's feedback answers, read-only: the committed cache (smoke: the echo answers' cache outside the
+    repository, :func:`toolkit.feedback.stages.llm_client`), opened without loading a model."""
+    from toolkit.llm.client import get_client
+    from toolkit.paths import cache_dir
+    echo = cfg.llm_backend == "echo"
+    root = cache_dir() / "llm_cache_smoke" if echo else None
+    if echo:
+        root.mkdir(parents=True, exist_ok=True)
+    return get_client(cfg.llm, "echo" if echo else "replay", namespace="feedback", cache_root=root,
+                      mode="replay").cache()

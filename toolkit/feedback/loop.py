@@ -61,8 +61,11 @@ class Trace:
 
 def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Document], llm, rounds: int = 3,
             cfg: FeedbackConfig = FeedbackConfig(), prefix: bool = True, namespace: str = NAMESPACE,
-            progress: bool = True, workers: int | None = None) -> dict[str, Trace]:
+            progress: bool = True, workers: int | None = None,
+            round_fn: Callable[[Trace, list[Document]], RoundFeedback] | None = None) -> dict[str, Trace]:
     """Run T = ``rounds`` rounds of feedback over ``queries``; returns one :class:`Trace` each.
+    ``round_fn(trace, shown_docs)``: the feedback of one round in place of the LLM's (a control: the oracle
+    feedback of :mod:`toolkit.feedback.controls`); ``llm`` is then unused.
     ``workers``: instructions whose round runs at once (None: the backend's ``max_concurrency``). Each
     chat is the same whatever the concurrency; only a slot's batched decoding can change a greedy answer
     (llama.cpp's batches are not bit-identical to single-sequence decoding)."""
@@ -86,7 +89,9 @@ def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Doc
 
         def one(tr: Trace) -> tuple[RoundFeedback, float]:
             t0 = time.perf_counter()
-            fb = feedback_round(llm, tr.instructions[-1], [corpus[d] for d in tr.top(t - 1, cfg.k)], cfg, namespace)
+            shown = [corpus[d] for d in tr.top(t - 1, cfg.k)]
+            fb = (round_fn(tr, shown) if round_fn is not None
+                  else feedback_round(llm, tr.instructions[-1], shown, cfg, namespace))
             return fb, time.perf_counter() - t0
         with ThreadPoolExecutor(max_workers=min(workers, len(active))) as ex:
             done = tqdm(ex.map(one, active), total=len(active), desc=f"feedback round {t}", disable=not progress)

@@ -274,3 +274,11 @@ def toolretriever(cfg, group: str) -> Path:
     X.save_traces(traces, out, {"stage": "toolretriever", "group": group, "model": X.warmup_id(cfg),
                                 "warmup_stats": stats})
     return out
+
+
+def run_stage(stage: "X.LLMStage", llm=None) -> Path:
+    """Write one LLM trace of :func:`toolkit.feedback.experiment.llm_stages`: the offline feedback, or a test group's
+    sample (the main configuration's, or a Table 4/6/7 condition's)."""
+    if stage.group is None:
+        return train_feedback(stage.cfg, llm)
+    return test(stage.cfg, stage.group, stage.n, llm)

@@ -1,0 +1,102 @@
+"""The feedback experiment's controls (issue 48): the matched-budget training data, the oracle's refinement and its
+loop, and the decomposition of the gap -- without a model."""
+from __future__ import annotations
+
+import pytest
+
+from toolkit.data.contract import Document
+from toolkit.feedback import controls as C
+from toolkit.feedback.loop import Trace, iterate
+from toolkit.feedback.round import FeedbackConfig
+from toolkit.feedback.training import IterationConfig, feedback_examples
+
+
+def _doc(i, tool, api, desc):
+    return Document(i, "cat", tool, api, f"cat, {tool}, {api}, {desc}", {"description": desc})
+
+
+CORPUS = {"d0": _doc("d0", "weather_api", "get_forecast", "Returns the forecast for a city. Use it daily."),
+          "d1": _doc("d1", "songkick", "songkick_concert", "Find concerts near you! Many artists."),
+          "d2": _doc("d2", "translator", "translator", "")}
+
+
+def test_oracle_refinement_names_each_gold_api_with_its_first_sentence():
+    text = C.oracle_refinement("plan my week", [CORPUS["d0"], CORPUS["d1"], CORPUS["d2"]])
+    assert text == ("plan my week weather api, get forecast: Returns the forecast for a city. "
+                    "songkick, songkick concert: Find concerts near you! translator.")
+    long = _doc("d9", "t", "a", "word " * 100)
+    assert len(C.api_hint(long)) <= len("t, a: ") + C.HINT_CHARS
+
+
+def test_oracle_round_says_na_when_every_gold_api_is_shown():
+    round_fn = C.oracle_round({"q": {"d1": 1, "d2": 1}}, CORPUS)
+    tr = Trace("q", ["find a concert and translate", "something else"])
+    assert round_fn(tr, [CORPUS["d2"], CORPUS["d1"]]).refined is None
+    fb = round_fn(tr, [CORPUS["d0"], CORPUS["d1"]])       # d2 missing: refine, always from the original instruction
+    assert fb.refined.startswith("find a concert and translate songkick") and "translator." in fb.refined
+
+
+def test_oracle_loop_finds_the_gold_api_a_plain_search_misses():
+    # a search that finds d1 only when its name is in the text: the oracle's hint must get it there in one round
+    def search(queries):
+        return {q: ({"d1": 1.0, "d0": 0.5} if "songkick" in t else {"d0": 1.0, "d2": 0.5}) for q, t in queries.items()}
+    traces = iterate({"q": "live music tonight"}, search, CORPUS, llm=None, rounds=3,
+                     cfg=FeedbackConfig(k=2),
+                     prefix=True, progress=False, round_fn=C.oracle_round({"q": {"d1": 1}}, CORPUS))
+    tr = traces["q"]
+    assert list(tr.runs[0])[0] == "d0" and list(tr.runs[-1])[0] == "d1"
+    assert len(tr.instructions) == 2 and tr.stopped          # round 2 sees d1 among the K shown: "N/A"
+    assert tr.seconds == [0.0, 0.0]
+
+
+def test_same_steps_keeps_every_example_but_the_feedback_text():
+    tr = Trace("q", ["orig", "refined once", "refined twice"], [{"d0": 1.0, "d2": 0.9}, {"d2": 1.0}, {"d0": 1.0}],
+               [], [1.0, 1.0], [])
+    qrels, cfg = {"q": {"d1": 1}}, IterationConfig(seed=3)
+    ours = feedback_examples({"q": tr}, qrels, CORPUS, cfg)
+    same = feedback_examples(C.same_steps_traces({"q": tr}), qrels, CORPUS, cfg)
+    assert len(same) == len(ours) == 3
+    assert [e.query for e in same] == ["Iteration 0: orig", "Iteration 1: orig", "Iteration 2: orig"]
+    assert [(e.positive, e.negative, e.weight, e.t) for e in same] == [(e.positive, e.negative, e.weight, e.t)
+                                                                      for e in ours]
+    assert tr.instructions[1] == "refined once"              # the original trace is not changed
+
+
+def test_decomposition_parts_are_paired_differences_that_add_up():
+    q = [f"q{i}" for i in range(30)]
+    tool = {x: 0.2 for x in q}
+    same = {x: 0.3 for x in q}
+    t0 = {x: 0.25 for x in q}
+    ours = {x: 0.5 if i % 2 else 0.25 for i, x in enumerate(q)}
+    rows = {"ToolRetriever": tool, C.SAME_STEPS: same, C.OURS_T0: t0, "Ours": ours}
+    d = C.decomposition({"I2": {m: {"ndcg@5": v} for m, v in rows.items()}})
+    parts = d.set_index("part")["diff"]
+    assert parts["Ours - ToolRetriever"] == pytest.approx(parts["training part"] + parts["loop part"])
+    assert parts["training part"] == pytest.approx(parts["= more fine-tuning"] + parts["+ training on feedback"])
+    assert parts["+ training on feedback"] == pytest.approx(-0.05)
+    assert d.set_index("part")["p"]["= more fine-tuning"] < 0.001 and set(d.n) == {30}
+    assert "oracle's gain, Ours' retriever" not in parts       # no oracle row: its parts are left out
+    assert set(d.metric) == {"ndcg@5"}                          # no other metric given: none computed
+    table = C.decomposition_table(d.to_dict("records"))
+    assert table.loc["I2", "n"] == 30 and table.loc["I2", "+ training on feedback"] == "-0.050 (p <0.001)"
+
+
+def test_cap_rates_tell_the_steps_apart_and_count_answers_cut_at_their_cap(tmp_path):
+    from toolkit.feedback import budget as B
+    from toolkit.llm import prompts
+    from toolkit.llm.cache import ResponseCache
+    cache = ResponseCache(tmp_path, "feedback", "m")
+    first = [{"role": "user", "content": "tools ... step 1"}]
+    chat = first + [{"role": "assistant", "content": "c"}]
+    turns = {"comprehension": first,
+             "assessment": chat + [{"role": "user", "content": prompts.FEEDBACK_STEP_ASSESSMENT}],
+             "decision": chat + [{"role": "user", "content": prompts.FEEDBACK_STEP_DECISION}],
+             "refinement": chat + [{"role": "user", "content": prompts.FEEDBACK_REFINE_WORDINGS["enrich-add"]}]}
+    for i, (step, prompt) in enumerate(turns.items()):
+        for j, fin in enumerate(["length", "stop", "stop", "stop"][: 4 - i]):
+            cache.put("chat", prompt, {"max_tokens": 100 + i, "temperature": 0.0}, j, f"{step} {j}", fin=fin)
+    got = B.cap_rates(cache).set_index("step")
+    assert list(got.index) == ["comprehension", "assessment", "decision", "refinement"]
+    assert got.loc["comprehension", "answers"] == 4 and got.loc["comprehension", "share at the cap"] == 0.25
+    assert got.loc["refinement", "answers"] == 1 and got.loc["refinement", "share at the cap"] == 1.0
+    assert got.loc["decision", "cap (tokens)"] == 102

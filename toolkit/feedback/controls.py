@@ -1,0 +1,244 @@
+"""Controls of the feedback experiment (issue 48): the loop and the training with the LLM's part removed, or given
+for free, so that a gap between Ours and ToolRetriever can be attributed.
+
+- **Same steps, no feedback** (the matched-budget control): Ours' iteration-aware fine-tune -- the same warm-up
+  start, the same training-trace rows, examples, weights alpha^t, "Iteration t" prefixes, hard negatives (each
+  round's recorded top-K), loss, batch size and schedule -- with every refinement q^t replaced by the original
+  instruction q^0. Tested at round 0 ("Iteration 0: q"), as Ours (T = 0).
+- **Oracle feedback** (the positive control): the qrels take the LLM's place in the loop. A round's refinement is
+  the original instruction followed by each gold API's name and the first sentence of its description
+  (:func:`oracle_refinement`); "N/A" when every gold API is already among the K tools shown. It runs through the
+  same loop (T rounds, the same search) with Ours' retriever (under the "Iteration t" prefix) and with ToolRetriever
+  (no prefix). It bounds what good feedback gives each retriever: if it does not help, the pipeline has a defect.
+- **ToolRetriever + loop** (the LLM's loop on the warm-up retriever) needs LLM generation; :func:`toolkit.feedback.
+  collect.collect` lists it as pending.
+
+The decomposition of the gap on one set's LLM sample (:func:`decomposition`, each part a paired difference with its
+randomization p, :func:`toolkit.significance.compared`):
+
+    Ours - ToolRetriever  =  [Ours(T=0) - ToolRetriever]        training part
+                               = [SameSteps - ToolRetriever]     ... of which more fine-tuning alone
+                               + [Ours(T=0) - SameSteps]         ... and training on the feedback text
+                          +  [Ours - Ours(T=0)]                 loop part
+
+Models go to ``cache_dir()/models/feedback/`` (never committed); the traces to ``data/feedback_traces/`` (committed).
+``python -m toolkit.feedback controls`` writes every control trace; no LLM is loaded.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from pathlib import Path
+from typing import Mapping
+
+from toolkit.feedback import experiment as X
+from toolkit.feedback import stages
+from toolkit.feedback.loop import Trace
+from toolkit.feedback.round import RoundFeedback
+
+SAME_STEPS = "Same steps, no feedback"
+ORACLE = "Oracle feedback"
+ORACLE_TOOLRETRIEVER = "Oracle feedback (ToolRetriever)"
+OURS_T0 = "Ours (T=0)"
+TOOLRETRIEVER_LOOP = "ToolRetriever + loop"
+TOOLRETRIEVER_LOOP_WHY = ("the LLM's loop on the warm-up retriever (no prefix, no feedback training) needs new LLM "
+                          "generation: its rounds see other tool lists than Ours', so the committed answers do not "
+                          "serve it, and new answers must use caps that do not cut the reasoning (issue 48, item 2)")
+RETRIEVERS = ("ours", "toolretriever")          # whose retriever the oracle loop runs with
+HINT_CHARS = 200                                # an oracle hint's description sentence is cut to this many characters
+
+
+# --- the matched-budget control ---------------------------------------------------------------------
+
+def same_steps_traces(traces: Mapping[str, Trace]) -> dict[str, Trace]:
+    """The training trace with every round's instruction replaced by the original one: same rounds, same recorded
+    top-K lists (so the same hard negatives), same weights -- only the feedback text is gone."""
+    return {q: Trace(tr.qid, [tr.instructions[0]] * len(tr.instructions), tr.runs, [], tr.seconds, tr.answers)
+            for q, tr in traces.items()}
+
+
+def same_steps_id(cfg) -> str:
+    return f"{cfg.profile}-{cfg.base}-samesteps-" + X._hash(
+        {"control": "same steps, no feedback", "start": X.warmup_id(cfg), "trace": X.train_trace_path(cfg).name,
+         "training": asdict(cfg.training), "max_steps": cfg.warmup_max_steps})
+
+
+def same_steps_model(cfg) -> tuple[Path, dict]:
+    """Train (or load from the cache) the matched-budget model: :func:`toolkit.feedback.stages.train` with the
+    training trace of :func:`same_steps_traces`. The offline feedback must exist: this control needs no LLM."""
+    from toolkit.feedback.data import training_set
+    from toolkit.feedback.training import feedback_examples, train_iteration_aware
+    from toolkit.training import trained
+    out_dir = stages.models_dir() / same_steps_id(cfg)
+    if done := trained(out_dir):
+        return done
+    trace_path = X.train_trace_path(cfg)
+    train_ds = training_set("train")
+    needed = train_ds.nested_sample(cfg.train_feedback_requests, cfg.sample_seed).queries
+    if not X.trace_complete(trace_path, needed):
+        if cfg.run_missing:
+            stages.train_feedback(cfg)
+        else:
+            raise FileNotFoundError(f"{trace_path}: the offline feedback trace is missing or incomplete; the "
+                                    f"'{SAME_STEPS}' control trains on its rows (python -m toolkit.feedback "
+                                    f"train-feedback --profile {cfg.profile})")
+    traces = same_steps_traces(X.load_traces(trace_path))
+    examples = feedback_examples(traces, train_ds.qrels, train_ds.corpus, cfg.training)
+    start = stages.warmup(cfg)[0] if cfg.training.warmup else cfg.base
+    return train_iteration_aware(examples, out_dir, str(start), cfg.training, log=stages._log,
+                                 max_steps=cfg.warmup_max_steps)
+
+
+def same_steps_trace_path(cfg, group: str, n: int | None) -> Path:
+    return X.TRACE_DIR / f"{cfg.profile}-control-samesteps-{group}-" \
+        f"{X._hash({'model': same_steps_id(cfg), 'n': n, 'seed': cfg.sample_seed, 'corpus': cfg.toolbench_corpus})}.jsonl"
+
+
+def same_steps_test(cfg, group: str) -> Path:
+    """The matched-budget model's round 0 ("Iteration 0: q") on ``group``'s LLM sample."""
+    from toolkit.feedback.loop import iterate
+    n = cfg.sample_size(group)
+    out = same_steps_trace_path(cfg, group, n)
+    ds = X.test_datasets(cfg)[group].nested_sample(n, cfg.sample_seed)
+    if X.trace_complete(out, ds.queries):
+        return out
+    model, stats = same_steps_model(cfg)
+    traces = iterate(ds.query_texts(), stages.dense_search(model, ds.corpus), ds.corpus, llm=None, rounds=0,
+                     prefix=cfg.training.prefix, progress=False)
+    X.save_traces(traces, out, {"stage": "control-samesteps", "group": group, "n": len(ds.queries),
+                                "model": same_steps_id(cfg), "training_stats": stats})
+    return out
+
+
+# --- the positive control ---------------------------------------------------------------------------
+
+def _first_sentence(text: str, limit: int = HINT_CHARS) -> str:
+    text = " ".join((text or "").split())
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0]
+
+
+def api_hint(doc) -> str:
+    """A gold API as the oracle names it: "<tool>, <api>: <first sentence of its description>" (names with spaces
+    for underscores; one name when tool and API are the same, as UltraTool's)."""
+    names = [doc.tool] if doc.tool == doc.api else [doc.tool, doc.api]
+    name = ", ".join(n.replace("_", " ") for n in names if n)
+    desc = _first_sentence(doc.meta.get("description") or "")
+    return f"{name}: {desc}" if desc else name
+
+
+def oracle_refinement(instruction: str, gold_docs) -> str:
+    """The original instruction followed by one hint per gold API (:func:`api_hint`), each ended by a period."""
+    hints = " ".join(h if h.endswith((".", "!", "?")) else h + "." for h in map(api_hint, gold_docs))
+    return f"{instruction} {hints}".strip()
+
+
+def oracle_round(qrels: Mapping[str, Mapping[str, int]], corpus):
+    """:func:`toolkit.feedback.loop.iterate`'s ``round_fn`` for the oracle: "N/A" when the shown tools hold every
+    gold API of the instruction, else :func:`oracle_refinement` of the original instruction (the same text every
+    round it is asked, so later rounds differ only by the "Iteration t" prefix and the list it retrieves)."""
+    def round_fn(tr: Trace, shown) -> RoundFeedback:
+        gold = [d for d, r in qrels[tr.qid].items() if r > 0]
+        if set(gold) <= {doc.doc_id for doc in shown}:
+            return RoundFeedback("", "", "", None, 0.0)
+        refined = oracle_refinement(tr.instructions[0], [corpus[d] for d in gold if d in corpus])
+        return RoundFeedback("", "", refined, refined, 0.0)
+    return round_fn
+
+
+def oracle_trace_path(cfg, group: str, n: int | None, retriever: str) -> Path:
+    model = X.model_id(cfg) if retriever == "ours" else X.warmup_id(cfg)
+    return X.TRACE_DIR / f"{cfg.profile}-control-oracle-{retriever}-{group}-" \
+        f"{X._hash({'model': model, 'n': n, 'seed': cfg.sample_seed, 'corpus': cfg.toolbench_corpus, 'rounds': cfg.training.rounds, 'k': cfg.feedback.k, 'hint': HINT_CHARS})}.jsonl"
+
+
+def oracle_test(cfg, group: str, retriever: str = "ours") -> Path:
+    """The oracle loop on ``group``'s LLM sample with Ours' retriever (``"ours"``, "Iteration t" prefix) or with
+    ToolRetriever (``"toolretriever"``, no prefix), T rounds, K tools shown as the LLM's loop."""
+    from toolkit.feedback.loop import iterate
+    if retriever not in RETRIEVERS:
+        raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
+    n = cfg.sample_size(group)
+    out = oracle_trace_path(cfg, group, n, retriever)
+    ds = X.test_datasets(cfg)[group].nested_sample(n, cfg.sample_seed)
+    if X.trace_complete(out, ds.queries):
+        return out
+    model, stats = stages.train(cfg) if retriever == "ours" else stages.warmup(cfg)
+    prefix = cfg.training.prefix if retriever == "ours" else False
+    traces = iterate(ds.query_texts(), stages.dense_search(model, ds.corpus), ds.corpus, llm=None,
+                     rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=prefix, progress=False,
+                     round_fn=oracle_round(ds.qrels, ds.corpus))
+    X.save_traces(traces, out, {"stage": f"control-oracle-{retriever}", "group": group, "n": len(ds.queries),
+                                "model": X.model_id(cfg) if retriever == "ours" else X.warmup_id(cfg),
+                                "training_stats": stats})
+    return out
+
+
+def command(cfg, group: str | None = None) -> str:
+    return X.command("controls", cfg, group)
+
+
+def run_all(cfg, groups=None) -> list[Path]:
+    """Every control trace (matched budget, oracle with both retrievers) for ``groups`` (default: all test groups)."""
+    out = []
+    for group in groups or (*X.GROUPS, *X.OUT_OF_DOMAIN):
+        out.append(same_steps_test(cfg, group))
+        for retriever in RETRIEVERS:
+            out.append(oracle_test(cfg, group, retriever))
+        stages._log(f"controls {group}: {', '.join(p.name for p in out[-3:])}")
+    return out
+
+
+# --- the decomposition ------------------------------------------------------------------------------
+
+PARTS = (  # (column, a, b): the paired difference a - b
+    ("Ours - ToolRetriever", "Ours", "ToolRetriever"),
+    ("training part", OURS_T0, "ToolRetriever"),
+    ("= more fine-tuning", SAME_STEPS, "ToolRetriever"),
+    ("+ training on feedback", OURS_T0, SAME_STEPS),
+    ("loop part", "Ours", OURS_T0),
+    ("oracle's gain, Ours' retriever", ORACLE, OURS_T0),
+    ("oracle's gain, ToolRetriever", ORACLE_TOOLRETRIEVER, "ToolRetriever"),
+    ("oracle over ToolRetriever", ORACLE, "ToolRetriever"),
+)
+
+
+DECOMPOSED = ("ndcg@1", "ndcg@3", "ndcg@5")
+
+
+def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
+                  metrics=DECOMPOSED):
+    """Per set and metric, each :data:`PARTS` difference on the queries both rows score, with n and paired p.
+    ``per_query``: ``{set: {method: {metric: {qid: value}}}}`` (a missing method or metric: the part is left out).
+    Returns a long frame: set, part, a, b, metric, n, diff, p."""
+    import pandas as pd
+
+    from toolkit.significance import compared
+    rows = []
+    for label, methods in per_query.items():
+        for metric in metrics:
+            for part, a, b in PARTS:
+                va, vb = (methods.get(m, {}).get(metric) for m in (a, b))
+                if not va or not vb:
+                    continue
+                qs = [q for q in va if q in vb]
+                if not qs:
+                    continue
+                t = compared(part, {q: va[q] for q in qs}, {q: vb[q] for q in qs})
+                rows.append({"set": label, "part": part, "a": a, "b": b, "metric": metric, "n": t["n"],
+                             "diff": t["diff"], "p": t["p"]})
+    return pd.DataFrame(rows, columns=["set", "part", "a", "b", "metric", "n", "diff", "p"])
+
+
+def decomposition_table(records, metric: str = "ndcg@5"):
+    """Sets x parts: "+0.012 (p 0.034)" cells of one metric, with each set's n (the notebook's table)."""
+    import pandas as pd
+    d = pd.DataFrame(records)
+    if d.empty:
+        return d
+    d = d[d.metric == metric]
+    cell = d.apply(lambda r: f"{r['diff']:+.3f} (p {'<0.001' if r['p'] < 0.001 else format(r['p'], '.3f')})", axis=1)
+    out = d.assign(cell=cell).pivot_table(index="set", columns="part", values="cell", aggfunc="first", sort=False)
+    out = out[[p for p, _, _ in PARTS if p in out.columns]]
+    out.insert(0, "n", d.groupby("set", sort=False)["n"].max())
+    return out

@@ -9,7 +9,8 @@ on a seeded sample of each mirror subset:
 - the premise behind m_s < m_u (§4.2): share of gold APIs in the DPR top 10, seen vs unseen subsets;
 - Recall@5 (seen-avg, unseen-avg, all-avg) of DPR, Rerank-10/30/50 and ToolRerank, whose
   configuration comes from the same grid search on the draw's own dev sample (Table 2);
-- the paper's claims (:func:`toolkit.toolrerank.analysis.claims`) on the draw's tables.
+- the paper's claims (:func:`toolkit.toolrerank.analysis.claims`) on the draw's tables;
+- Recall@5 per subset, and per held-out category on I1-Cat and I2-Cat (:func:`toolkit.toolrerank.tables.by_category`).
 
 Each draw writes its own score cache (key: the draw's Setup, seed included), so the notebook replays
 the draws without a model; a draw without a cache is trained only when asked (``train_missing``,
@@ -18,6 +19,10 @@ the smoke profile) and is otherwise reported as pending with the command that pr
     draws = [run_draw(cfg, s) for s in cfg.draw_seeds]          # None for a pending draw
     spread_table(done)                                           # per seed, mean, std, min, max
     claims_by_draw(done)                                         # claim x seed, stable or not
+    heldout_table(cfg)                                           # each draw's held-out categories and their queries
+    category_table(done); interval_table(done)                   # per held-out category; each subset's draw interval
+
+With ``Setup.category_draw="block"`` (issue 50's fair profile) the draws hold out disjoint categories.
 """
 from __future__ import annotations
 
@@ -27,9 +32,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from .splits import SEEN_SUBSETS, UNSEEN_SUBSETS
+from .splits import CATEGORY_SUBSETS, SEEN_SUBSETS, SUBSETS, UNSEEN_SUBSETS
 
 RECALL_AVERAGES = ("seen-avg", "unseen-avg", "all-avg")
+INTERVAL_STATS = ("mean", "std", "min", "max")
 
 
 @dataclass
@@ -44,6 +50,8 @@ class Draw:
     training: dict = field(default_factory=dict)
     replayed: bool = True
     dev_recall: dict[str, float] = field(default_factory=dict)   # method -> Recall@5 on the dev sample
+    subset_recall: dict[str, dict[str, float]] = field(default_factory=dict)   # method -> subset -> Recall@5
+    by_category: list[dict] = field(default_factory=list)   # tables.by_category rows: held-out category x subset
 
 
 def draw_config(cfg, seed: int):
@@ -74,10 +82,14 @@ def evaluate_draw(seed: int, split, cands: dict, training: dict | None = None, r
     dev_recall = {m: v["dev"]["recall@5"] for m, v in
                   ((m, tables.values({"dev": dev}, x, metrics=["recall@5"], averages=())) for m, x in
                    tables.methods(best).items())}
+    from .splits import category_counts
+    subset_recall = {m: {s: t3[m][s]["recall@5"] for s in SUBSETS if s in t3[m]} for m in tables.methods(best)}
     return Draw(seed, coverage, recall, verdicts, dict(best.__dict__),
                 {"dev": len(dev.dataset.queries), **{k: len(c.dataset.queries) for k, c in cands.items()}},
-                {"categories": list(split.heldout_categories), "tools": len(split.heldout_tools)},
-                training or {}, replayed, dev_recall)
+                {"categories": list(split.heldout_categories), "tools": len(split.heldout_tools),
+                 "test_queries": category_counts(split)},
+                training or {}, replayed, dev_recall, subset_recall,
+                tables.by_category(cands, best, split.heldout_categories, CATEGORY_SUBSETS))
 
 
 def run_draw(cfg, seed: int, train_missing: bool = False, log=None) -> Draw | None:
@@ -162,3 +174,105 @@ def record_draws(rec, draws: Sequence[Draw]) -> None:
                     n_queries=n.get(seed) if seed is not None else sum(n.values()),
                     note=f"held-out draw{'' if seed is not None else 's'} "
                          f"{seed if seed is not None else ', '.join(str(d.seed) for d in draws)}")
+
+
+def heldout_table(cfg, seeds: Sequence[int] | None = None) -> pd.DataFrame:
+    """Per draw (``cfg.draw_seeds``, trained or pending) and held-out category: the test queries of I1-Cat and I2-Cat
+    the draw's split holds, and how many of them its evaluation sample takes (``draw_subset_queries`` per subset).
+    Needs the data, not the models. ``attrs["shared"]``: categories held out by more than one draw."""
+    from collections import Counter
+
+    from .experiment import eval_sets, toollens_split
+    from .splits import query_category
+    rows = []
+    for seed in (cfg.draw_seeds if seeds is None else seeds):
+        dcfg = draw_config(cfg, seed)
+        split = toollens_split(dcfg.setup)
+        sets = eval_sets(split, dcfg.subset_queries, dcfg.dev_queries, seed=dcfg.eval_seed)
+        for cat in split.heldout_categories:
+            row = {"seed": seed, "category": cat}
+            for s in CATEGORY_SUBSETS:
+                row[f"{s} queries"] = sum(query_category(split.pool, q) == cat for q in split.subsets[s])
+            for s in CATEGORY_SUBSETS:
+                row[f"{s} evaluated"] = sum(query_category(sets[s], q) == cat for q in sets[s].queries)
+            row["held-out tools (draw)"] = len(split.heldout_tools)
+            rows.append(row)
+    df = pd.DataFrame(rows).set_index(["seed", "category"]) if rows else pd.DataFrame()
+    times = Counter(r["category"] for r in rows)
+    df.attrs["shared"] = sorted(c for c, n in times.items() if n > 1)
+    return df
+
+
+def category_table(draws: Sequence[Draw]) -> pd.DataFrame:
+    """Recall@5 (percent) of DPR, Rerank-10/30/50 and ToolRerank per draw, held-out category and subset (I1-Cat, I2-Cat
+    and both pooled), with ``n`` the evaluated queries; rows with n = 0 have no values."""
+    rows = [{"seed": d.seed, **r} for d in draws for r in d.by_category]
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows).set_index(["seed", "category", "subset"])
+    methods = [c for c in df.columns if c != "n"]
+    df[methods] = df[methods].astype(float) * 100
+    df["n"] = df["n"].astype(int)
+    return df
+
+
+def interval_table(draws: Sequence[Draw], parts: Sequence[str] = tuple(SUBSETS) + RECALL_AVERAGES) -> pd.DataFrame:
+    """The draw interval of each subset's and each average's Recall@5, per method: mean, sample standard deviation, min
+    and max over the draws (percent; columns ``(part, stat)``). A part some draw lacks is left out."""
+    if not draws:
+        return pd.DataFrame()
+    methods = list(draws[0].recall)
+
+    def value(d, m, p):
+        return d.recall.get(m, {}).get(p) if p in RECALL_AVERAGES else d.subset_recall.get(m, {}).get(p)
+    data = {}
+    for m in methods:
+        row = {}
+        for p in parts:
+            vals = [value(d, m, p) for d in draws]
+            if any(v is None for v in vals):
+                continue
+            vals = [v * 100 for v in vals]
+            row.update({(p, "mean"): statistics.fmean(vals),
+                        (p, "std"): statistics.stdev(vals) if len(vals) > 1 else float("nan"),
+                        (p, "min"): min(vals), (p, "max"): max(vals)})
+        data[m] = row
+    df = pd.DataFrame.from_dict(data, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns, names=["part", "stat"])
+    df.index.name = "method"
+    return df
+
+
+def interval_text(table: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
+    """:func:`interval_table` as one cell per (method, part): ``mean ± std [min–max]``."""
+    parts = list(dict.fromkeys(p for p, _ in table.columns))
+    f = f"{{:.{digits}f}}"
+
+    def cell(r, p):
+        sd = r[(p, "std")]
+        spread = "" if sd != sd else f" ± {f.format(sd)}"
+        return f"{f.format(r[(p, 'mean')])}{spread} [{f.format(r[(p, 'min')])}–{f.format(r[(p, 'max')])}]"
+    return pd.DataFrame({p: [cell(r, p) for _, r in table.iterrows()] for p in parts}, index=table.index)
+
+
+def record_categories(rec, draws: Sequence[Draw]) -> None:
+    """Our own cells: Recall@5 per draw and held-out category (table ``draw categories``: dataset ``<category>
+    <subset>``, metric ``seed_<s>``, n the evaluated queries) and each subset's draw interval (table ``draw intervals``:
+    mean, std, min, max; the averages' are table ``draws``'s already)."""
+    for d in draws:
+        for r in d.by_category:
+            for m in d.recall:
+                if r.get(m) is None:
+                    continue
+                rec.add(paper="toolrerank", table="draw categories", dataset=f"{r['category']} {r['subset']}",
+                        method=m, metric=f"seed_{d.seed}", value=r[m], ours_only=True, n_queries=r["n"],
+                        note=f"held-out draw {d.seed}, held-out category {r['category']}")
+    table = interval_table(draws, parts=tuple(SUBSETS))
+    n = {p: sum(d.n_queries.get(p, 0) for d in draws) for p in SUBSETS}
+    for m, row in table.iterrows():
+        for (p, stat), value in row.items():
+            if value != value:
+                continue
+            rec.add(paper="toolrerank", table="draw intervals", dataset=p, method=f"{m} Recall@5", metric=stat,
+                    value=value / 100, ours_only=True, n_queries=n[p],
+                    note=f"over held-out draws {', '.join(str(d.seed) for d in draws)}")

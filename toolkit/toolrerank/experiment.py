@@ -23,12 +23,13 @@ from toolkit.data import STABLE_GROUPS
 from toolkit.training import model_dir, set_threads, write_stats
 
 
-SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac", "dev_pool")
+SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac", "dev_pool",
+                "category_draw", "category_shuffle_seed")
 # fields added after models were cached: left out of a stage's cache key while they hold these defaults, so
 # the models trained before them keep their keys
 LATER_DEFAULTS = {"ce_rounds": 1, "ce_neg_pool": "all", "de_select_on_dev": False, "ce_select_on_dev": False,
                   "cl_select_on_dev": False, "ce_neg_per": "query", "dev_pool": "all", "ce_init": "base",
-                  "ce_base": "", "ce_random_neg": 0}
+                  "ce_base": "", "ce_random_neg": 0, "category_draw": "sample", "category_shuffle_seed": 0}
 NEG_PER = ("query", "positive")
 NEG_POOLS = ("all", "seen")
 CE_INITS = ("base", "dpr")
@@ -46,7 +47,11 @@ class Setup:
     dev_pool: str = "all"            # dev sampled from: all = every training query (our first runs; ~40 % touched
                                      # held-out tools); seen = queries of seen tools only (the paper)
     dev_size: int = 600
-    n_heldout_categories: int = 2
+    n_heldout_categories: int = 2    # whole categories held out of training (I1-Cat, I2-Cat)
+    category_draw: str = "sample"    # how the seed picks them (toolkit.toolrerank.splits): sample = at random (our first
+                                     # runs; two seeds' draws may share categories); block = block number `seed` of one
+                                     # fixed shuffle of the eligible categories, so seeds 0, 1, ... hold out disjoint sets
+    category_shuffle_seed: int = 0   # the seed of that one shuffle (category_draw="block")
     heldout_tool_frac: float = 0.1
     # dual encoder (ToolBench recipe: lr 2e-5, warm-up, mean pooling, in-batch negatives)
     de_pairs: int = 0                # 0 = every positive pair; else a seeded sample of this many
@@ -102,9 +107,18 @@ class Setup:
                              "the fine-tuned DPR instead: set one of them")
         if self.ce_random_neg < 0:
             raise ValueError(f"Setup.ce_random_neg must be >= 0, got {self.ce_random_neg}")
-        from .splits import DEV_POOLS
+        from .splits import CATEGORY_DRAWS, DEV_POOLS
         if self.dev_pool not in DEV_POOLS:
             raise ValueError(f"Setup.dev_pool must be one of {DEV_POOLS}, got {self.dev_pool!r}")
+        if self.category_draw not in CATEGORY_DRAWS:
+            raise ValueError(f"Setup.category_draw must be one of {CATEGORY_DRAWS}, got {self.category_draw!r}")
+        if self.n_heldout_categories < 0 or (self.category_draw == "block" and self.n_heldout_categories < 1):
+            raise ValueError(f"Setup.n_heldout_categories must be >= {1 if self.category_draw == 'block' else 0} "
+                             f"(category_draw={self.category_draw!r}), got {self.n_heldout_categories}")
+        if self.category_shuffle_seed < 0:
+            raise ValueError(f"Setup.category_shuffle_seed must be >= 0, got {self.category_shuffle_seed}")
+        if self.seed < 0:
+            raise ValueError(f"Setup.seed must be >= 0, got {self.seed}")
 
     def stage_params(self, stage: str) -> dict:
         """The parameters that decide one stage's weights (its cache key)."""
@@ -251,7 +265,8 @@ def toollens_split(setup: Setup) -> SeenUnseenSplit:
     from .splits import make_split
     return make_split(load_dataset("toollens-train"), load_dataset("toollens-test"), dev_size=setup.dev_size,
                       n_heldout_categories=setup.n_heldout_categories, heldout_tool_frac=setup.heldout_tool_frac,
-                      seed=setup.seed, dev_pool=setup.dev_pool)
+                      seed=setup.seed, dev_pool=setup.dev_pool, category_draw=setup.category_draw,
+                      category_shuffle_seed=setup.category_shuffle_seed)
 
 
 def dev_sample(split: SeenUnseenSplit, setup: Setup) -> RetrievalDataset:

@@ -11,8 +11,14 @@ I2-Cat). ToolLens has no such split, so :func:`make_split` builds one (seeded):
    the same draws (so steps 2-4 hold out the same categories and tools), then samples the dev set
    again among the queries that touch no held-out tool or category; the first sample's queries that
    do touch one go to the test pool.
-2. held-out categories: ``n_heldout_categories`` categories drawn among those with at least
-   ``min_category_single`` single-tool queries (so I1-Cat is not empty);
+2. held-out categories: ``n_heldout_categories`` categories among those with at least
+   ``min_category_single`` single-tool queries (so I1-Cat is not empty), the *eligible* categories.
+   ``category_draw="sample"`` (our first runs) samples them with the seed, so two seeds' draws may share
+   categories (the first standard draws did: Gaming twice). ``category_draw="block"`` cuts one fixed
+   shuffle of the eligible categories (seed ``category_shuffle_seed``; eligibility counted over every
+   training query, so it does not depend on the seed's dev sample) into blocks of
+   ``n_heldout_categories`` (:func:`category_blocks`), and seed ``s`` holds out block ``s``: seeds
+   0, 1, 2 hold out disjoint categories, and a seed beyond the last block is an error;
    held-out tools: a ``heldout_tool_frac`` share of the tools of the other categories.
 3. train: the remaining ToolLens train queries whose gold APIs touch no held-out tool or category.
 4. test pool: ToolLens test, plus the ToolLens *train* queries dropped in step 3 (never trained
@@ -123,16 +129,60 @@ def _classify(ds: RetrievalDataset, qid: str, h_cats: set[str], h_tools: set[str
 
 
 DEV_POOLS = ("all", "seen")
+CATEGORY_DRAWS = ("sample", "block")
+
+
+def eligible_categories(train: RetrievalDataset, min_category_single: int = 40, exclude=()) -> list[str]:
+    """The categories that can be held out: at least ``min_category_single`` single-tool queries in ``train``
+    (``exclude``: query ids not counted), sorted."""
+    skip = set(exclude)
+    single_per_cat = Counter()
+    for q in train.queries:
+        if q not in skip and is_single_tool(train, q):
+            single_per_cat[next(iter(gold_tools(train, q))).split("/")[0]] += 1
+    return sorted(c for c, n in single_per_cat.items() if n >= min_category_single)
+
+
+def category_blocks(train: RetrievalDataset, n_heldout_categories: int, min_category_single: int = 40,
+                    category_shuffle_seed: int = 0) -> list[list[str]]:
+    """The eligible categories (counted over every query of ``train``) in one shuffle seeded by
+    ``category_shuffle_seed``, cut into ``len(eligible) // n_heldout_categories`` blocks of
+    ``n_heldout_categories`` (the remainder is never held out); block ``s`` is what seed ``s`` holds out under
+    ``category_draw="block"``, each block sorted."""
+    if n_heldout_categories < 1:
+        raise ValueError(f"n_heldout_categories must be >= 1 with category_draw='block', got {n_heldout_categories}")
+    if category_shuffle_seed < 0:
+        raise ValueError(f"category_shuffle_seed must be >= 0, got {category_shuffle_seed}")
+    eligible = eligible_categories(train, min_category_single)
+    if n_heldout_categories > len(eligible):
+        raise ValueError(f"n_heldout_categories={n_heldout_categories} is more than the {len(eligible)} eligible "
+                         f"categories (>= {min_category_single} single-tool training queries: "
+                         f"{', '.join(eligible) or 'none'}); lower n_heldout_categories")
+    order = list(eligible)
+    random.Random(category_shuffle_seed).shuffle(order)
+    k = n_heldout_categories
+    return [sorted(order[i * k:(i + 1) * k]) for i in range(len(order) // k)]
 
 
 def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 600,
                n_heldout_categories: int = 2, heldout_tool_frac: float = 0.1, min_category_single: int = 40,
-               seed: int = 0, dev_pool: str = "all") -> SeenUnseenSplit:
+               seed: int = 0, dev_pool: str = "all", category_draw: str = "sample", category_shuffle_seed: int = 0
+               ) -> SeenUnseenSplit:
     """The seen/unseen split (module docstring). ``train``/``test`` share one corpus (ToolLens)."""
     if train.corpus is not test.corpus and set(train.corpus) != set(test.corpus):
         raise ValueError("make_split: train and test must share one corpus")
     if dev_pool not in DEV_POOLS:
         raise ValueError(f"make_split: dev_pool must be one of {DEV_POOLS}, got {dev_pool!r}")
+    if category_draw not in CATEGORY_DRAWS:
+        raise ValueError(f"make_split: category_draw must be one of {CATEGORY_DRAWS}, got {category_draw!r}")
+    if category_draw == "block":     # checked before any sampling: an impossible request fails at once
+        blocks = category_blocks(train, n_heldout_categories, min_category_single, category_shuffle_seed)
+        if not 0 <= seed < len(blocks):
+            n_eligible = len(eligible_categories(train, min_category_single))
+            raise ValueError(f"make_split: seed={seed} picks block {seed} of the category shuffle, but its {n_eligible} "
+                             f"eligible categories make only {len(blocks)} blocks of n_heldout_categories="
+                             f"{n_heldout_categories}: with category_draw='block' the seed (of the Setup, or a draw "
+                             f"seed of draw_seeds) must be < {len(blocks)}; lower n_heldout_categories for more blocks")
     rng = random.Random(seed)
     corpus = train.corpus
     qids = sorted(train.queries, key=lambda q: (len(q), q))
@@ -140,16 +190,14 @@ def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 
     # held-out draws below, so both pools hold out the same categories and tools (their unseen subsets compare)
     dev_ids = sorted(rng.sample(qids, dev_size)) if dev_size else []
     dev_set = set(dev_ids)
-    # held-out categories among those with enough single-tool queries
-    single_per_cat = Counter()
-    for q in qids:
-        if q not in dev_set and is_single_tool(train, q):
-            single_per_cat[next(iter(gold_tools(train, q))).split("/")[0]] += 1
-    eligible = sorted(c for c, n in single_per_cat.items() if n >= min_category_single)
-    if len(eligible) < n_heldout_categories:
-        raise ValueError(f"make_split: only {len(eligible)} categories have >= {min_category_single} single-tool "
-                         f"queries; lower min_category_single or n_heldout_categories")
-    h_cats = sorted(rng.sample(eligible, n_heldout_categories))
+    if category_draw == "block":
+        h_cats = blocks[seed]
+    else:   # held-out categories sampled among those with enough single-tool queries outside the first dev sample
+        eligible = eligible_categories(train, min_category_single, exclude=dev_set)
+        if len(eligible) < n_heldout_categories:
+            raise ValueError(f"make_split: only {len(eligible)} categories have >= {min_category_single} single-tool "
+                             f"queries; lower min_category_single or n_heldout_categories")
+        h_cats = sorted(rng.sample(eligible, n_heldout_categories))
     other_tools = sorted({tool_id(d) for d in corpus.values() if d.category not in h_cats})
     h_tools = sorted(rng.sample(other_tools, round(heldout_tool_frac * len(other_tools))))
     hc, ht = set(h_cats), set(h_tools)
@@ -187,6 +235,26 @@ def make_split(train: RetrievalDataset, test: RetrievalDataset, dev_size: int = 
     return SeenUnseenSplit(train_ds,
                            train.subset(dev_ids, name="toollens-dev"), pool, h_cats, h_tools,
                            subsets, dict(unassigned))
+
+
+CATEGORY_SUBSETS = ["I1-Cat", "I2-Cat"]   # the subsets whose every gold tool lies in one held-out category
+
+
+def query_category(ds: RetrievalDataset, qid: str) -> str:
+    """The one category of a query's gold tools (I1-Cat and I2-Cat queries have one); an error if there are several."""
+    cats = {t.split("/")[0] for t in gold_tools(ds, qid)}
+    if len(cats) != 1:
+        raise ValueError(f"query {qid!r} has gold tools in {len(cats)} categories ({', '.join(sorted(cats))}), not one")
+    return next(iter(cats))
+
+
+def category_counts(split: SeenUnseenSplit) -> dict[str, dict[str, int]]:
+    """Per held-out category, how many test queries of I1-Cat and of I2-Cat it has in the split."""
+    out = {c: {s: 0 for s in CATEGORY_SUBSETS} for c in split.heldout_categories}
+    for s in CATEGORY_SUBSETS:
+        for q in split.subsets.get(s, []):
+            out.setdefault(query_category(split.pool, q), {k: 0 for k in CATEGORY_SUBSETS})[s] += 1
+    return out
 
 
 def dev_touching_heldout(split: SeenUnseenSplit) -> int:

@@ -105,6 +105,27 @@ def methods(best) -> dict:
             "ToolRerank": best}
 
 
+def by_category(cands: Mapping[str, Candidates], best, categories, subsets=("I1-Cat", "I2-Cat")) -> list[dict]:
+    """Recall@5 of Table 3's methods per held-out category: for each of ``categories`` and each of ``subsets`` (every
+    gold tool of their queries lies in one held-out category), then over the subsets pooled (``"I1-Cat + I2-Cat"``, a
+    mean over queries): ``{"category", "subset", "n", <method>: mean Recall@5 or None when n = 0}``."""
+    from .pipeline import evaluate_method
+    from .splits import query_category
+    subsets = [s for s in subsets if s in cands]
+    per_query = {label: {s: evaluate_method(cands[s], m, ("recall@5",), per_query=True)["recall@5"] for s in subsets}
+                 for label, m in methods(best).items()}
+    of = {s: {q: query_category(cands[s].dataset, q) for q in cands[s].dataset.queries} for s in subsets}
+    rows = []
+    for cat in categories:
+        for part, parts in [(s, [s]) for s in subsets] + ([(" + ".join(subsets), subsets)] if len(subsets) > 1 else []):
+            qs = [(s, q) for s in parts for q in cands[s].dataset.queries if of[s][q] == cat]
+            row = {"category": cat, "subset": part, "n": len(qs)}
+            for label, pq in per_query.items():
+                row[label] = float(np.mean([pq[s][q] for s, q in qs])) if qs else None
+            rows.append(row)
+    return rows
+
+
 def record_data(rec, split, n_queries: Mapping[str, int]) -> None:
     """Table 1: training, dev and the six test subsets (sizes of our split, and how many are evaluated)."""
     rec.add(paper="toolrerank", table="1", dataset="toolbench-all", method="train", metric="queries",

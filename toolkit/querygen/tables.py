@@ -476,3 +476,71 @@ def ablation_claims(deltas: pd.DataFrame, values: pd.DataFrame | None = None, me
                          for ds in datasets),
                      "p": p_text(tests), "tests": tests})
     return pd.DataFrame(rows, columns=["claim", "holds", "evidence", "p", "tests"])
+
+
+# --------------------------------------------------------------------------------------------
+# Ceiling and floor on Table 1's requests (issue 49; toolkit.querygen.bounds)
+# --------------------------------------------------------------------------------------------
+
+def bounds_rows(values: pd.DataFrame, methods=METHODS[1:]) -> pd.DataFrame:
+    """The floor (Copy the utterance), ``methods`` and the two ceilings on the LLM sample, the utterance
+    appended: one row per (test set, method), the paper's metric names as columns, then ``n``."""
+    from toolkit.querygen.bounds import COPY, ORACLE, ORACLE_DESCRIPTIONS
+    order = [COPY, *methods, ORACLE_DESCRIPTIONS, ORACLE]
+    v = values[values.utterance & (values["sample"] == "llm") & values.method.isin(order)]
+    v = v.assign(metric=v.metric.map(paper_metric))
+    w = v.pivot_table(index=["dataset", "method"], columns="metric", values="value", sort=False)
+    w = w[[m for m in ["mmrr", "map", "recall@3", "recall@5", "recall@11"] if m in w.columns]]
+    w["n"] = v.groupby(["dataset", "method"], sort=False).n.max().astype(int)
+    idx = [(d, m) for d in dict.fromkeys(v.dataset) for m in order if (d, m) in w.index]
+    return w.reindex(pd.MultiIndex.from_tuples(idx, names=["dataset", "method"]))
+
+
+def gap_rows(gaps: pd.DataFrame) -> pd.DataFrame:
+    """:func:`toolkit.querygen.bounds.gap_table` wide: per (test set, method), the share of the gap
+    closed per ceiling and metric."""
+    if gaps.empty:
+        return pd.DataFrame()
+    g = gaps.assign(metric=gaps.metric.map(paper_metric))
+    w = g.pivot_table(index=["dataset", "method"], columns=["ceiling", "metric"], values="share", sort=False)
+    w["n"] = g.groupby(["dataset", "method"], sort=False).n.max()
+    return w
+
+
+def record_bounds(rec, bound_values: pd.DataFrame, gaps: pd.DataFrame, notes: dict[str, str] | None = None) -> None:
+    """The three no-LLM rows as our own Table 1 cells (LLM sample, the utterance appended), and each
+    method's share of the gap as our own cells of table ``1-gap`` (``gap_closed_<metric>``, method
+    ``<method> to <ceiling>``)."""
+    from toolkit.querygen.bounds import BOUNDS
+    notes = notes or {}
+    v = bound_values[bound_values.utterance & (bound_values["sample"] == "llm") & bound_values.method.isin(BOUNDS)]
+    for r in v.itertuples():
+        rec.add(paper=PAPER, table="1", dataset=r.dataset, method=r.method, metric=paper_metric(r.metric),
+                value=r.value, n_queries=r.n, note=notes.get(r.method, ""), ours_only=True)
+    for r in gaps.dropna(subset=["share"]).itertuples():
+        rec.add(paper=PAPER, table="1-gap", dataset=r.dataset, method=f"{r.method} to {r.ceiling}",
+                metric=f"gap_closed_{paper_metric(r.metric)}", value=r.share, n_queries=r.n,
+                note="(method - Copy the utterance) / (ceiling - Copy the utterance), same requests", ours_only=True)
+
+
+def gap_reading(gaps: pd.DataFrame, ceiling: str, labels=(("querygen-in-domain", "in-domain"),
+                                                         ("querygen-out-of-domain", "out-of-domain")),
+                prefix: str = "") -> list[str]:
+    """One reading line per test set: each method's share of the gap from Copy the utterance to
+    ``ceiling``, Recall@5 / MMRR, after the floor and ceiling values it is measured between."""
+    lines = []
+    g = gaps[gaps.ceiling == ceiling]
+    for ds, label in labels:
+        d = g[g.dataset == ds]
+        if d.empty:
+            continue
+        r5, mm = (d[d.metric.map(paper_metric) == m].set_index("method") for m in ("recall@5", "mmrr"))
+
+        def pct(x, method):
+            return f"{x.loc[method, 'share']:+.1%}" if method in x.index and pd.notna(x.loc[method, "share"]) else "n/a"
+        span = ", ".join(f"{name} {x.floor_value.iloc[0]:.3f} → {x.ceiling_value.iloc[0]:.3f}"
+                         for x, name in ((r5, "Recall@5"), (mm, "MMRR")) if len(x))
+        parts = [f"{method} {pct(r5, method)} / {pct(mm, method)}" for method in dict.fromkeys(d.method)]
+        lines.append(f"- **{prefix}{label}** (n = {int(d.n.max())}; copy → ceiling: {span}), share closed "
+                     f"(Recall@5 / MMRR): " + ", ".join(parts))
+    return lines

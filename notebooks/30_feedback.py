@@ -472,6 +472,12 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                 f"{{paper:{table}|toolbench-i2|{m}}})" for m in methods if m in have]
         todo = [name(m) for m in methods if m not in have]
         return R.format("; ".join(done + ([f"pending: {', '.join(todo)}"] if todo else [])))
+    if rec.extra.get("decomposition"):
+        lines.append("- **What explains the gap** (NDCG@5 on the LLM samples, paired differences with p; the controls "
+                     "above): " + C.decomposition_text(rec.extra["decomposition"]) + ". The oracle's refinement "
+                     "names the gold APIs, so its gain bounds what feedback can give the same retriever and loop: "
+                     "a positive gain says the loop and the retrieval are sound and the LLM's feedback is what falls "
+                     "short.")
     lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
                  + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
     if len(condition_rounds):

@@ -100,3 +100,14 @@ def test_cap_rates_tell_the_steps_apart_and_count_answers_cut_at_their_cap(tmp_p
     assert got.loc["comprehension", "answers"] == 4 and got.loc["comprehension", "share at the cap"] == 0.25
     assert got.loc["refinement", "answers"] == 1 and got.loc["refinement", "share at the cap"] == 1.0
     assert got.loc["decision", "cap (tokens)"] == 102
+
+
+def test_decomposition_text_names_the_largest_part():
+    q = [f"q{i}" for i in range(20)]
+    rows = {"ToolRetriever": {x: 0.5 for x in q}, C.SAME_STEPS: {x: 0.45 for x in q}, C.OURS_T0: {x: 0.4 for x in q},
+            "Ours": {x: 0.1 if i < 10 else 0.4 for i, x in enumerate(q)}, C.ORACLE: {x: 0.9 for x in q}}
+    d = C.decomposition({"I2": {m: {"ndcg@5": v} for m, v in rows.items()}})
+    text = C.decomposition_text(d.to_dict("records"))
+    assert text.startswith("I2 (n = 20): Ours − ToolRetriever -0.250")
+    assert "training part -0.100" in text and "loop part -0.150" in text and "largest: loop part (-0.150)" in text
+    assert "the oracle's gain with Ours' retriever +0.500 (p <0.001)" in text

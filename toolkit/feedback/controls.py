@@ -242,3 +242,40 @@ def decomposition_table(records, metric: str = "ndcg@5"):
     out = out[[p for p, _, _ in PARTS if p in out.columns]]
     out.insert(0, "n", d.groupby("set", sort=False)["n"].max())
     return out
+
+
+def decomposition_text(records, metric: str = "ndcg@5") -> str:
+    """The reading of :func:`decomposition`, one clause per set, formatted from its records: the gap, its training
+    part (more fine-tuning + training on the feedback text) and loop part, the oracle's gains, and which of the three
+    components is largest in size -- what explains the gap, with its number and p."""
+    import pandas as pd
+    d = pd.DataFrame(records)
+    if d.empty:
+        return ""
+    d = d[d.metric == metric]
+
+    def cell(r):
+        return f"{r['diff']:+.3f} (p {'<0.001' if r['p'] < 0.001 else format(r['p'], '.3f')})"
+    out = []
+    for label, g in d.groupby("set", sort=False):
+        p = {r["part"]: r for _, r in g.iterrows()}
+        if "Ours - ToolRetriever" not in p:
+            continue
+        s = f"{label} (n = {int(p['Ours - ToolRetriever']['n'])}): Ours − ToolRetriever {cell(p['Ours - ToolRetriever'])}"
+        if "training part" in p:
+            s += f" = training part {cell(p['training part'])}"
+            if "= more fine-tuning" in p:
+                s += (f" (more fine-tuning alone {cell(p['= more fine-tuning'])}, training on the feedback text "
+                      f"{cell(p['+ training on feedback'])})")
+        if "loop part" in p:
+            s += f" + loop part {cell(p['loop part'])}"
+        components = {k: p[k] for k in ("= more fine-tuning", "+ training on feedback", "loop part") if k in p}
+        if components:
+            name, big = max(components.items(), key=lambda kv: abs(kv[1]["diff"]))
+            s += f"; largest: {name.lstrip('=+ ')} ({big['diff']:+.3f})"
+        oracle = [f"{k.split(', ')[1]} {cell(p[k])}" for k in ("oracle's gain, Ours' retriever",
+                                                              "oracle's gain, ToolRetriever") if k in p]
+        if oracle:
+            s += "; the oracle's gain with " + ", with ".join(oracle)
+        out.append(s)
+    return "; ".join(out)

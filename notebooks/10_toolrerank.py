@@ -12,7 +12,8 @@
 # - **Data.** ToolBench's ≈170k training queries are not public, so the three models are trained on
 #   **ToolLens train** (COLT; 464 ToolBench APIs of 314 tools in 19 categories) with ToolBench's seen/unseen
 #   protocol rebuilt on it (`toolkit.toolrerank.splits`): dev = 600 training queries sampled first; then two
-#   whole categories and 10 % of the other tools are held out of training; the test pool is ToolLens test plus
+#   whole categories (issue 50's fair profile: three per draw, disjoint across draws) and 10 % of the other tools
+#   are held out of training; the test pool is ToolLens test plus
 #   the training queries dropped for touching a held-out tool. Six subsets mirror the paper's: **I1-Inst**
 #   (one seen tool), **I2-Inst** (several seen tools of one category), **I3-Inst** (several seen tools across
 #   categories — ToolBench's "intra-collection" has no ToolLens analogue), **I1-Tool** (one held-out tool of a
@@ -471,6 +472,38 @@ if draws_pending:
     display(pd.DataFrame(draws_pending).set_index("seed"))
 
 # %% [markdown]
+# ### Held-out categories: which, how many queries, Recall@5 per category
+#
+# I1-Cat and I2-Cat rest on the few categories a draw holds out (`n_heldout_categories`). `category_draw="sample"`
+# (our first runs) draws them at random, so two draws may share one; `"block"` (issue 50's fair profile) gives draw
+# `s` block `s` of one fixed shuffle of the eligible categories, so the draws' sets are disjoint. Per draw, trained or
+# pending: each held-out category's test queries in I1-Cat / I2-Cat and how many of them the draw's sample evaluates;
+# then, per replayed draw, Recall@5 per held-out category (`n`: evaluated queries; I1-Cat + I2-Cat pooled over
+# queries) and the draw interval of every subset and average: mean ± std [min–max] over the draws
+# (`toolkit.toolrerank.draws`).
+
+# %%
+category_rows = interval_rows = None
+if cfg.draw_seeds:
+    heldout_by_draw = draws_mod.heldout_table(cfg)
+    rec.extra["draw_heldout_categories"] = {
+        str(s_): {c_: {k_: int(v_) for k_, v_ in r_.items()} for (_, c_), r_ in g_.iterrows()}
+        for s_, g_ in heldout_by_draw.groupby(level="seed")}
+    d_setup = draws_mod.draw_config(cfg, cfg.draw_seeds[0]).setup
+    print(f"category_draw = {d_setup.category_draw!r}, {d_setup.n_heldout_categories} held-out categories per draw; "
+          f"held out by more than one draw: {', '.join(heldout_by_draw.attrs['shared']) or 'none'}")
+    for s_, g_ in heldout_by_draw.groupby(level="seed"):
+        print(f"draw {s_} holds out " + "; ".join(
+            f"{c_} ({r_['I1-Cat queries']} I1-Cat + {r_['I2-Cat queries']} I2-Cat test queries, "
+            f"{r_['I1-Cat evaluated']} + {r_['I2-Cat evaluated']} evaluated)" for (_, c_), r_ in g_.iterrows()))
+    display(heldout_by_draw)
+if drawn:
+    draws_mod.record_categories(rec, drawn)
+    category_rows = draws_mod.category_table(drawn)
+    interval_rows = draws_mod.interval_table(drawn)
+    display(category_rows.round(1), draws_mod.interval_text(interval_rows))
+
+# %% [markdown]
 # ## Reranker variants: where the reranker starts
 #
 # Our first runs started the reranker from the DPR's pretrained checkpoint (all-MiniLM-L6-v2) with a fresh one-logit
@@ -660,6 +693,20 @@ if spread is not None and len(drawn) > 1:
              f"Claims whose verdict changes with the draw: {'; '.join(unstable) or 'none'}.\n")
 elif draws_pending:
     text += f"\n**Held-out draws:** {len(draws_pending)} of {len(cfg.draw_seeds)} pending (see above).\n"
+if category_rows is not None and len(drawn) > 1:
+    pooled_ = category_rows.xs("I1-Cat + I2-Cat", level="subset")
+    pooled_ = pooled_[pooled_["n"] > 0]
+    lo_, hi_ = pooled_["ToolRerank"].idxmin(), pooled_["ToolRerank"].idxmax()
+
+    def span_(part):
+        r_ = interval_rows.loc["ToolRerank"]
+        return f"{r_[(part, 'min')]:.1f}–{r_[(part, 'max')]:.1f}"
+    text += (f"\n**Per held-out category** (I1-Cat + I2-Cat, ToolRerank Recall@5 on each draw's sample): from "
+             f"{pooled_.loc[lo_, 'ToolRerank']:.1f} ({lo_[1]}, draw {lo_[0]}, n = {pooled_.loc[lo_, 'n']}) to "
+             f"{pooled_.loc[hi_, 'ToolRerank']:.1f} ({hi_[1]}, draw {hi_[0]}, n = {pooled_.loc[hi_, 'n']}); over the draws "
+             f"ToolRerank's I1-Cat spans {span_('I1-Cat')}, I2-Cat {span_('I2-Cat')}, unseen-avg {span_('unseen-avg')} "
+             f"(seen-avg {span_('seen-avg')}). Categories held out by more than one draw: "
+             f"{', '.join(heldout_by_draw.attrs['shared']) or 'none'}.\n")
 if runs_compared is not None:
     rc = runs_compared
     flipped = [r for (q, r) in rc.index if q == "claim" and rc.loc[(q, r), "changed"] == "yes"]

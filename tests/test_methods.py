@@ -176,3 +176,109 @@ def test_readme_add_your_method_example_runs_through_the_smoke_benchmark():
     assert not result.pending
     assert len(ns["sets"]["I1"].corpus) == 16_427
     assert result.costs["word overlap"].online_seconds_per_query > 0
+
+
+# --- cost growth (toolkit.methods.scaling) ------------------------------------------------------------------------
+
+def test_power_law_fit_recovers_the_exponent_of_synthetic_data():
+    import numpy as np
+    from toolkit.methods.scaling import fit_power_law
+    sizes = [1000, 4000, 16000]
+    exact = fit_power_law(sizes, [3.0 * n ** 0.5 for n in sizes])
+    assert exact.b == pytest.approx(0.5, abs=1e-12) and exact.a == pytest.approx(3.0, rel=1e-9)
+    assert exact.r2 == pytest.approx(1.0) and exact.n_points == 3 and exact.growth() == "N^0.50"
+    assert exact(64_000) == pytest.approx(3.0 * 64_000 ** 0.5)
+    # linear and constant, each recognised; a quadratic is not linear
+    assert fit_power_law(sizes, [2e-3 * n for n in sizes]).growth() == "linear"
+    assert fit_power_law(sizes, [0.07] * 3).b == pytest.approx(0.0, abs=1e-12)
+    assert fit_power_law(sizes, [0.07] * 3).growth() == "constant"
+    assert fit_power_law(sizes, [n ** 2 for n in sizes]).b == pytest.approx(2.0)
+    # seeded multiplicative noise (5 %) on t = 0.01 N^1.2 over many sizes: b within 0.05, a low r2 for pure noise
+    rng = np.random.default_rng(0)
+    n = np.geomspace(100, 100_000, 20)
+    noisy = fit_power_law(n, 0.01 * n ** 1.2 * np.exp(rng.normal(0, 0.05, n.size)))
+    assert abs(noisy.b - 1.2) < 0.05 and noisy.r2 > 0.99
+    assert fit_power_law(n, np.exp(rng.normal(0, 0.5, n.size))).r2 < 0.5
+    # least squares on logs, not on the raw times: one large outlier moves b as the log-log line says
+    t = [1.0, 2.0, 4.0, 80.0]
+    x = np.log([1, 2, 4, 8])
+    want = np.polyfit(x, np.log(t), 1)[0]
+    assert fit_power_law([1, 2, 4, 8], t).b == pytest.approx(want)
+
+
+def test_power_law_fit_refuses_what_it_cannot_fit():
+    from toolkit.methods.scaling import fit_power_law
+    with pytest.raises(ValueError, match="two distinct sizes"):
+        fit_power_law([1000, 1000], [1.0, 2.0])
+    with pytest.raises(ValueError, match="finite and > 0"):
+        fit_power_law([1000, 2000], [1.0, 0.0])
+    with pytest.raises(ValueError, match="finite and > 0"):
+        fit_power_law([1000, 2000], [1.0, float("nan")])
+    with pytest.raises(ValueError):
+        fit_power_law([1000, 2000, 4000], [1.0, 2.0])
+
+
+def test_nested_subsets_keep_the_gold_apis_and_nest():
+    from toolkit.methods.scaling import nested_subsets
+    ids = [f"d{i}" for i in range(100)]
+    keep = {"d5", "d50", "d99"}
+    subs = nested_subsets(ids, keep, [40, 10, 100], seed=3)
+    assert list(subs) == [10, 40, 100]
+    assert all(len(v) == n and len(set(v)) == n and keep <= set(v) for n, v in subs.items())
+    assert set(subs[10]) <= set(subs[40]) <= set(subs[100]) == set(ids)
+    assert subs[40][:10] == subs[10]                                   # the smaller library is the larger's head
+    assert nested_subsets(ids, keep, [40], seed=3)[40] == subs[40]     # seeded: the same draw
+    assert nested_subsets(ids, keep, [40], seed=4)[40] != subs[40]
+    with pytest.raises(ValueError, match="between the 3 kept ids"):
+        nested_subsets(ids, keep, [2])
+    with pytest.raises(ValueError, match="between"):
+        nested_subsets(ids, keep, [101])
+    with pytest.raises(ValueError, match="not in the library"):
+        nested_subsets(ids, {"x"}, [10])
+
+
+def _synthetic_points(sizes=(1000, 4000, 16000)):
+    import pandas as pd
+    rows = []
+    for n in sizes:
+        rows += [("BM25", "offline", "index", n, 1e-4 * n), ("BM25", "online", "search", n, 1e-7 * n),
+                 ("BM25", "online single", "search", n, 2e-7 * n),
+                 ("Dense MiniLM", "offline", "encode documents", n, 0.05 * n),
+                 ("Dense MiniLM", "offline", "index vectors", n, 1e-5 * n),
+                 ("Dense MiniLM", "online", "encode query", n, 0.02), ("Dense MiniLM", "online", "search", n, 1e-8 * n),
+                 ("Dense MiniLM", "online single", "encode query", n, 0.05),
+                 ("Dense MiniLM", "online single", "search", n, 1e-8 * n),
+                 ("BM25 + Dense MiniLM (RRF)", "online", "fuse", n, 1e-4)]
+    points = pd.DataFrame(rows, columns=["method", "part", "component", "size", "seconds"]).assign(how="synthetic")
+    parts = points[points["method"].isin(["BM25", "Dense MiniLM"]) & points["part"].isin(["offline", "online"])]
+    return pd.concat([points, parts.assign(method="BM25 + Dense MiniLM (RRF)")], ignore_index=True)
+
+
+def test_growth_table_derives_each_method_from_its_cost_record():
+    from toolkit.methods.scaling import batching_table, fit_table, growth_table, reading
+    points = _synthetic_points()
+    costs = {"BM25": Cost(), "Dense MiniLM": Cost(), "BM25 + Dense MiniLM (RRF)": Cost(),
+             # training constant, searched as MiniLM
+             "DPR (ToolLens)": Cost(training_minutes=60, ms_as=("Dense MiniLM", 1.0)),
+             # per-query LLM constant, three MiniLM rounds
+             "Iterative feedback": Cost(llm_seconds=1e5, llm_seconds_per_query=100.0, ms_as=("Dense MiniLM", 3.0)),
+             # expansion: LLM answers per API of a 16,000-API library
+             "Re-Invoke": Cost(llm_seconds=16000 * 7.0, llm_seconds_per_query=12.0, ms_as=("Dense MiniLM", 1.0)),
+             "BM25 + DPR (RRF)": Cost(), "a user's method": Cost(ms_per_query=5.0)}
+    g = growth_table(points, costs, library_size=16000, parts={"BM25 + DPR (RRF)": ["BM25", "DPR (ToolLens)"]})
+    assert "a user's method" not in set(g["method"])                  # no known index: left out
+    row = g.set_index(["method", "size"])
+    assert row.loc[("Re-Invoke", 4000), "offline s"] == pytest.approx(4000 * 7.0 + 4000 * (0.05 + 1e-5))
+    assert row.loc[("Iterative feedback", 16000), "online s/query"] == pytest.approx(100 + 3 * (0.02 + 1.6e-4))
+    assert row.loc[("DPR (ToolLens)", 1000), "offline s"] == pytest.approx(3600 + 1000 * (0.05 + 1e-5))
+    assert row.loc[("BM25 + DPR (RRF)", 1000), "online s/query"] == pytest.approx(1e-4 + 0.02 + 1e-5 + 1e-4)
+    assert row.loc[("BM25", 16000), "max queries/s"] == pytest.approx(1 / 1.6e-3)
+    f = fit_table(g)
+    assert f.loc["BM25", "offline b"] == pytest.approx(1.0) and f.loc["BM25", "source"] == "measured"
+    assert f.loc["Re-Invoke", "offline grows"] == "linear" and f.loc["Re-Invoke", "online grows"] == "constant"
+    assert f.loc["DPR (ToolLens)", "offline b"] < 0.5 and f.loc["DPR (ToolLens)", "source"] == "derived"
+    assert f.loc["Iterative feedback", "offline s at 16,000"] == pytest.approx(1e5 + 16000 * (0.05 + 1e-5))
+    bt = batching_table(points)
+    assert bt.loc[("Dense MiniLM", 1000), "one per call / batched"] == pytest.approx((0.05 + 1e-5) / (0.02 + 1e-5))
+    text = reading(f, g, points, bt)
+    assert "16,000" in text and "Re-Invoke: offline b = 1.00 (linear)" in text

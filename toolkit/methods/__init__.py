@@ -7,7 +7,8 @@
     benchmark.leaderboard(result)
 
 ``catalog``: the suite's methods (wrappers of each paper's package); ``fusion``: reciprocal-rank fusion;
-``benchmark``: notebook 50's sets, metrics, leaderboard, Pareto front.
+``benchmark``: notebook 50's sets, metrics, leaderboard, Pareto front; ``scaling``: each method's offline and online
+cost against the library size (nested libraries, a power-law fit t = a·N^b) and the query rate.
 """
 from toolkit.methods.base import Cost, Method, MethodPending, Pending, PendingMethod
 from toolkit.methods.fusion import Fusion, rrf

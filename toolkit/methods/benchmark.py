@@ -45,6 +45,11 @@ class HeadToHeadConfig:
     rrf_k: int = 60                        # reciprocal-rank fusion's constant (Cormack et al. 2009)
     n_permutations: int = 10_000           # paired randomization test
     ties: str = "trec"                     # trec | sklearn (toolkit.metrics)
+    # cost growth (toolkit.methods.scaling): nested libraries of these sizes (gold APIs kept; None: the library)
+    scaling_sizes: tuple[int | None, ...] = (200, 400, 800)
+    scaling_repeats: int = 3               # median of this many timings per point
+    scaling_encode_docs: int = 8           # documents encoded without the cache per size (MiniLM's per-document rate)
+    scaling_seed: int = 0                  # the permutation the nested libraries are drawn from
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_NAMES:
@@ -53,6 +58,11 @@ class HeadToHeadConfig:
             raise ValueError(f"50_headtohead parameter queries_per_set must be >= 1 or None, got {self.queries_per_set}")
         if self.timing_texts < 0 or self.rrf_k < 0 or self.n_permutations < 1:
             raise ValueError("50_headtohead: timing_texts and rrf_k must be >= 0, n_permutations >= 1")
+        if not self.scaling_sizes or any(n is not None and n < 1 for n in self.scaling_sizes):
+            raise ValueError(f"50_headtohead parameter scaling_sizes must be sizes >= 1 (None: the whole library), "
+                             f"got {self.scaling_sizes}")
+        if self.scaling_repeats < 1 or self.scaling_encode_docs < 1:
+            raise ValueError("50_headtohead: scaling_repeats and scaling_encode_docs must be >= 1")
         if self.ties not in ("trec", "sklearn"):
             raise ValueError(f"50_headtohead parameter ties must be trec or sklearn, got {self.ties!r}")
 
@@ -61,9 +71,11 @@ PROFILES = {
     # 5 queries per set over the same corpora: the plumbing in about a minute (CI runs it under nbval)
     "smoke": HeadToHeadConfig(profile="smoke", queries_per_set=5, timing_texts=4),
     # the common set: 150 + 230 + 61 in-domain queries, 150 UltraTool; replays the committed caches in minutes
-    "standard": HeadToHeadConfig(profile="standard", queries_per_set=None, timing_texts=16),
+    "standard": HeadToHeadConfig(profile="standard", queries_per_set=None, timing_texts=16,
+                                 scaling_sizes=(1000, 4000, None), scaling_encode_docs=32),
     # as standard, encoding what is missing (mpnet over the library: hours on 2 cores, minutes on a GPU)
-    "paper": HeadToHeadConfig(profile="paper", queries_per_set=None, encode_missing=True, timing_texts=16),
+    "paper": HeadToHeadConfig(profile="paper", queries_per_set=None, encode_missing=True, timing_texts=16,
+                              scaling_sizes=(1000, 4000, None), scaling_encode_docs=32),
 }
 
 

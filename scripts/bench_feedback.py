@@ -2,12 +2,15 @@
 
     python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2] [--tool-chars 600]
                                      [--caps 256,256,128] [--only chat] [--speculative ngram-simple,draft:qwen-0.5b]
+                                     [--brevity one-line]
                                      [--decision answers|model|both] [--parallel 4] [--out FILE]
 
 For ``--n`` seeded I2 queries, the top-10 APIs of the off-the-shelf MiniLM over the I2 candidate pool
 are given to the LLM; each variant runs with a fresh temporary response cache (every answer really
 generated), one llama.cpp slot, prompt-prefix reuse on, model load excluded. Prints wall seconds per
 round (median and total), tokens generated, and whether the two variants agree on N/A. A benchmark prints figures; it is not a timed test.
+Sizing the caps: ``--caps 1024,1024,512 --only chat`` records each turn's median / 95th-percentile / maximum tokens
+(``turns`` in the record), so a cap can be set to hold 95 % of the answers.
 ``--out results/bench/feedback_round.json`` also records them there (notebook 30's budget section reads that file).
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main() -> int:
     ap.add_argument("--caps", default=None,
                     help="comprehension,assessment,refinement max tokens (default: FeedbackConfig's)")
     ap.add_argument("--only", choices=["chat", "independent"], default=None, help="run one variant only")
+    ap.add_argument("--brevity", default=None, help="FeedbackConfig.brevity (none | one-line; default: its default)")
     ap.add_argument("--speculative", default="",
                     help="comma list of speculative-decoding settings to add as chat variants "
                          "(ngram-simple, ngram-mod, draft:qwen-0.5b); their answers are compared with the plain chat's")
@@ -65,6 +69,8 @@ def main() -> int:
 
     ds = load_dataset("toolbench-i2", corpus="pool").nested_sample(args.n, args.seed)
     run = retrieve(ds, build_retriever("minilm"), k=10)
+    if args.brevity is not None:
+        overrides["brevity"] = args.brevity
     if args.decision in ("answers", "model"):
         overrides["decision"] = args.decision
     try:

@@ -111,3 +111,34 @@ def test_decomposition_text_names_the_largest_part():
     assert text.startswith("I2 (n = 20): Ours − ToolRetriever -0.250")
     assert "training part -0.100" in text and "loop part -0.150" in text and "largest: loop part (-0.150)" in text
     assert "the oracle's gain with Ours' retriever +0.500 (p <0.001)" in text
+
+
+def test_brevity_changes_the_prompts_but_not_the_committed_trace_names():
+    from dataclasses import replace
+
+    from toolkit.feedback import budget as B
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.config import config_for
+    from toolkit.feedback.round import feedback_round
+    from toolkit.llm import prompts
+    cfg = config_for("standard")
+    assert X.train_trace_path(cfg).is_file() and X.test_trace_path(cfg, "I2", None).is_file()   # found by name
+    brief = replace(cfg, feedback=replace(cfg.feedback, brevity="one-line"))
+    assert X.test_trace_path(brief, "I2", None) != X.test_trace_path(cfg, "I2", None)
+    assert B._priced({"k": 10}) == {"k": 10, "brevity": "none"}        # an old bench record: the old wording
+    with pytest.raises(ValueError, match="brevity"):
+        FeedbackConfig(brevity="short")
+
+    class Recorder:
+        def __init__(self):
+            self.prompts = []
+
+        def generate(self, batch, n, sampling, namespace, progress):
+            self.prompts.append(batch[0])
+            return [["1) no\n2) yes" if len(self.prompts) == 3 else "refined text"]]
+    llm = Recorder()
+    feedback_round(llm, "do x", [CORPUS["d0"]], FeedbackConfig(brevity="one-line"))
+    first, second = llm.prompts[0][-1]["content"], llm.prompts[1][-1]["content"]
+    assert first.endswith(prompts.FEEDBACK_BREVITY["one-line"][0])
+    assert second == prompts.FEEDBACK_STEP_ASSESSMENT + prompts.FEEDBACK_BREVITY["one-line"][1]
+    assert B.answer_step(llm.prompts[1]) == "assessment" and B.answer_step(llm.prompts[0]) == "comprehension"

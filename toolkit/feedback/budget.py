@@ -91,7 +91,9 @@ def add_bench(record: dict, path: Path = BENCH_FILE) -> Path:
 
 def _priced(feedback: dict) -> dict:
     """The feedback settings that decide what a round costs (:data:`WORDING_ONLY` left out)."""
-    return {k: v for k, v in feedback.items() if k not in WORDING_ONLY}
+    from toolkit.feedback.experiment import LATER_FEEDBACK_FIELDS
+    # a record measured before a field existed was measured at the field's old value
+    return {k: v for k, v in {**LATER_FEEDBACK_FIELDS, **feedback}.items() if k not in WORDING_ONLY}
 
 
 def bench_record(records: list[dict], cfg, slots: int | None = None, variant: str = "chat") -> dict | None:
@@ -143,7 +145,7 @@ def answer_step(prompt) -> str:
     if len(users) <= 1:
         return "comprehension"
     last = users[-1]
-    if last == prompts.FEEDBACK_STEP_ASSESSMENT:
+    if last.startswith(prompts.FEEDBACK_STEP_ASSESSMENT):      # with or without a brevity request
         return "assessment"
     if last == prompts.FEEDBACK_STEP_DECISION:
         return "decision"

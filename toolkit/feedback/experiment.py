@@ -87,8 +87,19 @@ def model_id(cfg) -> str:
          "training": asdict(cfg.training), "max_steps": cfg.warmup_max_steps})
 
 
+# FeedbackConfig fields added after traces were committed, with the value those traces were made with: at that value
+# a field stays out of the trace names, so the committed traces keep theirs
+LATER_FEEDBACK_FIELDS = {"brevity": "none"}
+
+
+def feedback_key(feedback) -> dict:
+    """``asdict(feedback)`` without the :data:`LATER_FEEDBACK_FIELDS` that hold their old value."""
+    return {k: v for k, v in asdict(feedback).items()
+            if not (k in LATER_FEEDBACK_FIELDS and v == LATER_FEEDBACK_FIELDS[k])}
+
+
 def _llm_part(cfg) -> dict:
-    return {"llm": cfg.llm, "feedback": asdict(cfg.feedback), "rounds": cfg.training.rounds}
+    return {"llm": cfg.llm, "feedback": feedback_key(cfg.feedback), "rounds": cfg.training.rounds}
 
 
 def train_trace_path(cfg) -> Path:

@@ -45,6 +45,8 @@ class FeedbackConfig:
     refinement_tokens: int = 128
     decision: str = "answers"
     decision_tokens: int = 24          # "1) no\n2) yes" and a little slack
+    brevity: str = "none"              # steps 1-2: "none" (the first generation's wording) or "one-line", a request for
+                                       # answers of bounded length (toolkit.llm.prompts.FEEDBACK_BREVITY)
     refine_wording: str = "enrich"     # step 4's request (decision="answers"): "enrich", the paper's two dimensions;
                                        # "enrich-add", the same + "keep the request and add to it, do not return it
                                        # unchanged" (toolkit.llm.prompts.FEEDBACK_REFINE_WORDINGS)
@@ -56,6 +58,9 @@ class FeedbackConfig:
                 raise ValueError(f"FeedbackConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.decision not in DECISIONS:
             raise ValueError(f"FeedbackConfig.decision must be one of {DECISIONS}, got {self.decision!r}")
+        if self.brevity not in prompts.FEEDBACK_BREVITY:
+            raise ValueError(f"FeedbackConfig.brevity must be one of {tuple(prompts.FEEDBACK_BREVITY)}, "
+                             f"got {self.brevity!r}")
         if self.refine_wording not in prompts.FEEDBACK_REFINE_WORDINGS:
             raise ValueError(f"FeedbackConfig.refine_wording must be one of "
                              f"{tuple(prompts.FEEDBACK_REFINE_WORDINGS)}, got {self.refine_wording!r}")
@@ -79,7 +84,7 @@ class RoundFeedback:
 def first_turn(instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig()) -> str:
     head = prompts.FEEDBACK_COMPREHENSION.format(
         k=str(len(docs)), instruction=instruction, tools=prompts.format_tools(docs, max_chars=cfg.tool_chars))
-    return head
+    return head + prompts.FEEDBACK_BREVITY[cfg.brevity][0]
 
 
 def _ask(llm, messages: list[dict], sampling: Sampling, namespace: str) -> str:
@@ -123,7 +128,8 @@ def feedback_round(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConf
     """The steps as one chat: [user: tools + step 1] -> F_C, [user: step 2] -> F_A, then either
     [user: step 3 questions] -> yes/no and, unless both are "yes", [user: step 4] -> F_R (``decision="answers"``),
     or [user: step 3] -> F_R or "N/A" (``decision="model"``). Each turn sees the earlier ones in the chat."""
-    texts = {"comprehension": first_turn(instruction, docs, cfg), "assessment": prompts.FEEDBACK_STEP_ASSESSMENT,
+    texts = {"comprehension": first_turn(instruction, docs, cfg),
+             "assessment": prompts.FEEDBACK_STEP_ASSESSMENT + prompts.FEEDBACK_BREVITY[cfg.brevity][1],
              "refinement": prompts.FEEDBACK_STEP_REFINEMENT, "decision": prompts.FEEDBACK_STEP_DECISION,
              "refine": prompts.FEEDBACK_REFINE_WORDINGS[cfg.refine_wording]}
     msgs: list[dict] = []
@@ -141,6 +147,7 @@ def feedback_round(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConf
 def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig(),
                                namespace: str = NAMESPACE) -> RoundFeedback:
     """The same steps as independent calls (each re-reads the tools and is given the previous answer)."""
+    brief = dict(zip(("comprehension", "assessment"), prompts.FEEDBACK_BREVITY[cfg.brevity]))
     templates = {"comprehension": prompts.FEEDBACK_COMPREHENSION, "assessment": prompts.FEEDBACK_ASSESSMENT,
                  "refinement": prompts.FEEDBACK_REFINEMENT, "decision": prompts.FEEDBACK_DECISION,
                  "refine": prompts.FEEDBACK_REFINE_TEMPLATES[cfg.refine_wording]}
@@ -149,7 +156,8 @@ def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: 
     calls: list[tuple[list[dict], Sampling]] = []
 
     def call(step: str, **previous) -> str:
-        calls.append(([{"role": "user", "content": templates[step].format(**slots, **previous)}],
+        text = templates[step].format(**slots, **previous) + brief.get(step, "")
+        calls.append(([{"role": "user", "content": text}],
                       cfg.sampling(_tokens(step))))
         return _ask(llm, *calls[-1], namespace)
     return _steps(call, cfg, llm, calls, namespace)

@@ -263,6 +263,17 @@ Return only the refined instruction, without any explanation."""
 # FeedbackConfig.refine_wording -> step 4's request
 FEEDBACK_REFINE_WORDINGS = {"enrich": FEEDBACK_STEP_REFINE, "enrich-add": FEEDBACK_STEP_REFINE_ADD}
 
+# FeedbackConfig.brevity -> what steps 1 and 2 add to their request (comprehension, assessment). Uncapped,
+# Qwen2.5-Coder-1.5B writes 270-1,024+ tokens for each of the two steps (it describes all K tools at length; 2 of 4
+# comprehension answers still ended at a 1,024-token cap, scripts/bench_feedback.py), so no affordable cap holds
+# them; "one-line" asks for an answer of bounded length (our wording: the paper prints no prompt) so that a cap can
+# be sized to hold >= 95 % of the answers. "none" is the first generation's wording.
+FEEDBACK_BREVITY = {
+    "none": ("", ""),
+    "one-line": ("\nBe brief: write part (1) in one sentence, and in part (2) one line per tool of at most 20 words.",
+                 "\nBe brief: for 1) one line per user goal; for 2) at most three sentences."),
+}
+
 def _feedback_call(name: str, step: str, source: str, previous: tuple[tuple[str, str], ...] = ()) -> PromptTemplate:
     """One independent feedback call: the head (instruction and tools), the earlier answers it needs
     (``(label, slot)`` pairs, each pasted under its label), then the step's request."""

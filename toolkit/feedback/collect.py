@@ -62,6 +62,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     plan = {s.name: s for s in llm_stages(cfg, tests)}
     # Tables 2/3: ToolRetriever (whole set, and its LLM sample) and Ours (LLM sample), % improve
     ours, tool, whole = {}, {}, {}      # whole: each group's ToolRetriever queries (its baseline_queries sample)
+    control_pq: dict[str, dict[str, dict]] = {}      # per group: the rows the decomposition compares (per query)
     for label in (*GROUPS, *OUT_OF_DOMAIN):
         whole[label] = list(tests[label].nested_sample(cfg.baseline_queries, cfg.sample_seed).queries)
         tool[label] = get(toolretriever_trace_path(cfg, label), whole[label],
@@ -82,29 +83,27 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             sample = ours[label]
             o, pq = measured(sample, qrels, metrics=metrics)
             add(table, label, "Ours", o, len(sample), per_query=pq, planned=planned[label])
+            if label != "All":                                # the decomposition below reads these rows
+                control_pq[label] = {"Ours": pq}
             if label in tool and set(sample) <= set(tool[label]):
                 t, pq = measured({q: tool[label][q] for q in sample}, qrels, metrics=metrics)
+                if label != "All":
+                    control_pq[label]["ToolRetriever"] = pq
                 if len(sample) < len(tool[label]):
                     add(table, label, "ToolRetriever (LLM sample)", t, len(sample), ours_only=True, per_query=pq,
                         planned=planned[label])
                 add(table, label, "% improve", {m: o[m] / t[m] - 1 if t[m] else float("nan") for m in metrics},
                     len(sample), planned=planned[label])
     # the controls (toolkit.feedback.controls) beside Ours on each LLM sample, and the gap's decomposition
-    control_pq: dict[str, dict[str, dict]] = {}
     for label in (*GROUPS, *OUT_OF_DOMAIN):
         if label not in ours:
             continue
         table = "2" if label in IN_DOMAIN else "3"
         metrics = METRICS if table == "3" else METRICS[:3]
         qrels, sample = tests[label].qrels, list(ours[label])
-        control_pq[label] = {}
         o0, pq0 = measured(ours[label], qrels, t=0, metrics=metrics)
         add(table, label, C.OURS_T0, o0, len(sample), ours_only=True, per_query=pq0, planned=planned[label])
         control_pq[label][C.OURS_T0] = pq0
-        control_pq[label]["Ours"] = trace_values(ours[label], qrels, None, C.DECOMPOSED, per_query=True)
-        if label in tool:
-            control_pq[label]["ToolRetriever"] = trace_values({q: tool[label][q] for q in sample if q in tool[label]},
-                                                              qrels, None, C.DECOMPOSED, per_query=True)
         n = cfg.sample_size(label)
         controls = [(C.SAME_STEPS, C.same_steps_trace_path(cfg, label, n), lambda label=label: C.same_steps_test(cfg, label)),
                     *((C.ORACLE if r == "ours" else C.ORACLE_TOOLRETRIEVER, C.oracle_trace_path(cfg, label, n, r),

@@ -230,6 +230,11 @@ def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
     return pd.DataFrame(rows, columns=["set", "part", "a", "b", "metric", "n", "diff", "p"])
 
 
+def _diff_p(r) -> str:
+    """"+0.012 (p 0.034)" of one decomposition record."""
+    return f"{r['diff']:+.3f} (p {'<0.001' if r['p'] < 0.001 else format(r['p'], '.3f')})"
+
+
 def decomposition_table(records, metric: str = "ndcg@5"):
     """Sets x parts: "+0.012 (p 0.034)" cells of one metric, with each set's n (the notebook's table)."""
     import pandas as pd
@@ -237,7 +242,7 @@ def decomposition_table(records, metric: str = "ndcg@5"):
     if d.empty:
         return d
     d = d[d.metric == metric]
-    cell = d.apply(lambda r: f"{r['diff']:+.3f} (p {'<0.001' if r['p'] < 0.001 else format(r['p'], '.3f')})", axis=1)
+    cell = d.apply(_diff_p, axis=1)
     out = d.assign(cell=cell).pivot_table(index="set", columns="part", values="cell", aggfunc="first", sort=False)
     out = out[[p for p, _, _ in PARTS if p in out.columns]]
     out.insert(0, "n", d.groupby("set", sort=False)["n"].max())
@@ -253,9 +258,7 @@ def decomposition_text(records, metric: str = "ndcg@5") -> str:
     if d.empty:
         return ""
     d = d[d.metric == metric]
-
-    def cell(r):
-        return f"{r['diff']:+.3f} (p {'<0.001' if r['p'] < 0.001 else format(r['p'], '.3f')})"
+    cell = _diff_p
     out = []
     for label, g in d.groupby("set", sort=False):
         p = {r["part"]: r for _, r in g.iterrows()}

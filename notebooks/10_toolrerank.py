@@ -573,6 +573,27 @@ else:
 rec.extra["alone_pending"] = alone_pending
 
 # %% [markdown]
+# ## Before and after: the first run (MiniLM-head reranker) beside this run
+#
+# Issue 50 keeps the first standard run's verdicts (`results/10_toolrerank/first_run_standard.json`: the reranker from
+# all-MiniLM-L6-v2 with a fresh head, dev sampled before the hold-out, two held-out categories per draw) as named rows:
+# each claim's verdict with its p on the main split and how many held-out draws hold it, and Figure 1(a)'s unseen
+# curve, beside this run's. Shown when that file is there (standard profile).
+
+# %%
+first_run_file = rec.path.parent / "first_run_standard.json"
+before_after = None
+if profile == "standard" and first_run_file.is_file():
+    runs_ = {"first run (MiniLM-head reranker)": json.loads(first_run_file.read_text()),
+             "this run": {"claims": rec.extra["claims"], "draws": rec.extra["draws"], "fig1a": rec.extra["fig1a"]}}
+    before_after = {"claims": analysis.claims_before_after(runs_),
+                    "fig1a_unseen": analysis.fig1a_before_after(runs_, "unseen")}
+    rec.extra["before_after"] = {k: v.reset_index().to_dict("records") for k, v in before_after.items()}
+    display(before_after["claims"], before_after["fig1a_unseen"].round(1))
+else:
+    print("no first-run record beside this profile's results: nothing to compare")
+
+# %% [markdown]
 # ## Reading
 #
 # Every number is looked up in this run's results (`toolkit.report.Reading` over the recorded cells, the claims table
@@ -745,6 +766,14 @@ if alone_table is not None:
              f"{alone_pair('seen', 'auc')}, unseen {alone_pair('unseen', 'auc')}.\n")
 elif alone_pending:
     text += f"\n**The reranker alone:** pending (`{alone_pending}`).\n"
+if before_after is not None:
+    ba_, f_ = before_after["claims"], before_after["fig1a_unseen"]
+    b_, a_ = f_.columns
+    changed_ = [c for c, r in ba_.iterrows() if r[f"{b_}: holds"] != r[f"{a_}: holds"]]
+    text += (f"\n**Before and after** (the first run, MiniLM-head reranker, against this run): Figure 1(a)'s unseen "
+             f"curve " + ", ".join(f"m = {m} {f_.loc[m, b_]:.1f} → {f_.loc[m, a_]:.1f}" for m in f_.index
+                                  if m in ("10", "30", "50", "dpr")) +
+             f". Claims whose verdict changed: {'; '.join(changed_) or 'none'}.\n")
 display(Markdown(text))
 if R.missing:
     print(f"{len(set(R.missing))} numbers are not in this run (n/a above):", ", ".join(sorted(set(R.missing))[:6]))

@@ -308,3 +308,40 @@ def compare_runs(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
         return v if not isinstance(v, float) else ("n/a" if v != v else round(v, 1))
     df["changed"] = ["yes" if len({shown(v) for v in r}) > 1 else "no" for r in df[list(runs)].itertuples(index=False)]
     return df
+
+
+def claims_before_after(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
+    """Each claim under several recorded runs of notebook 10 (issue 50: the first run, "MiniLM-head reranker",
+    against the fair setup): per run its verdict on the main split with the p-values it rests on, and over the run's
+    held-out draws how many hold it (``k/N draws``). ``runs``: label -> a results record (``claims``, ``draws`` as
+    ``results/10_toolrerank/<name>.json`` stores them)."""
+    import pandas as pd
+    rows: dict[str, dict[str, str]] = {}
+    for label, run in runs.items():
+        for c in run.get("claims", []):
+            r = rows.setdefault(c["claim"].split(" (")[0], {})
+            r[f"{label}: holds"] = c["holds"]
+            r[f"{label}: p"] = c.get("p") or ""
+        draws = run.get("draws") or []
+        for d in draws:
+            for claim, holds in d.get("claims", {}).items():
+                r = rows.setdefault(claim.split(" (")[0], {})
+                k_n = r.get(f"{label}: draws", "0/0").split("/")
+                r[f"{label}: draws"] = f"{int(k_n[0]) + (holds == 'yes')}/{int(k_n[1]) + 1}"
+    cols = [f"{label}: {part}" for label in runs for part in ("holds", "p", "draws")]
+    df = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=cols).fillna("n/a")
+    df.index.name = "claim"
+    return df
+
+
+def fig1a_before_after(runs: Mapping[str, Mapping], tools: str = "unseen") -> "pd.DataFrame":
+    """Figure 1(a)'s curve for ``tools`` (seen or unseen), Recall@5 in percent by number of candidates m (``dpr``:
+    no reranker), one column per recorded run (its ``fig1a`` rows)."""
+    import pandas as pd
+    cols = {label: {str(r["m"]): 100 * r["recall@5"] for r in run.get("fig1a", []) if r["tools"] == tools}
+            for label, run in runs.items()}
+    df = pd.DataFrame(cols)
+    order = sorted((m for m in df.index if m != "dpr"), key=int) + [m for m in df.index if m == "dpr"]
+    df = df.reindex(order)
+    df.index.name = "m"
+    return df

@@ -114,6 +114,8 @@ def run_config(dcfg, path_of, seed: int, train_missing: bool = False, log=None, 
     sets = eval_sets(split, dcfg.subset_queries, dcfg.dev_queries, seed=dcfg.eval_seed)
     seen = seen_tools(split.train)
     path = path_of(split)
+    if not path.is_file() and (main := score_cache.cache_path(dcfg, split)).is_file():
+        path = main   # same key: the main run's models on the same samples (issue 50: draw 0 is the main split)
     if path.is_file():
         return evaluate_draw(seed, split, score_cache.load(path, sets, seen),
                              score_cache.meta(path).get("training", {}), replayed=True)

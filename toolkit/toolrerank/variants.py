@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-#: variant name -> the Setup fields it changes (the reranker's only)
+#: variant name -> the Setup fields it sets (the reranker's only). Each sets all three, so a variant is the same
+#: reranker whichever variant the main run adopted (the main Setup may itself start the reranker from the DPR)
+_START = {"ce_init": "base", "ce_base": "", "ce_random_neg": 0}
 VARIANTS = {
-    "pretrained MiniLM + fresh head": {},                  # our first runs
-    "fine-tuned DPR + fresh head": {"ce_init": "dpr"},
-    "pretrained mpnet + fresh head": {"ce_base": "mpnet"},
-    "MiniLM + library random negatives": {"ce_random_neg": 1},
+    "pretrained MiniLM + fresh head": dict(_START),                            # our first runs
+    "fine-tuned DPR + fresh head": {**_START, "ce_init": "dpr"},
+    "pretrained mpnet + fresh head": {**_START, "ce_base": "mpnet"},
+    "MiniLM + library random negatives": {**_START, "ce_random_neg": 1},
 }
 
 

@@ -142,3 +142,34 @@ def test_brevity_changes_the_prompts_but_not_the_committed_trace_names():
     assert first.endswith(prompts.FEEDBACK_BREVITY["one-line"][0])
     assert second == prompts.FEEDBACK_STEP_ASSESSMENT + prompts.FEEDBACK_BREVITY["one-line"][1]
     assert B.answer_step(llm.prompts[1]) == "assessment" and B.answer_step(llm.prompts[0]) == "comprehension"
+
+
+def test_toolretriever_loop_runs_the_llm_loop_on_the_warmup_retriever_without_prefix(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback import stages
+    texts = {"q1": "weather in Paris", "q2": "a concert"}
+    ds = SimpleNamespace(corpus=CORPUS, queries=texts, query_texts=lambda: dict(texts))
+    seen = {}
+
+    def fake_iterate_to_file(queries, search, corpus, llm, out, meta, prefix=True, **kw):
+        seen.update(queries=dict(queries), prefix=prefix, meta=meta, llm=llm, rounds=kw["rounds"])
+        out.write_text("")
+        return {}
+    monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
+    monkeypatch.setattr(X, "test_datasets", lambda cfg: {"I2": SimpleNamespace(nested_sample=lambda n, s: ds)})
+    monkeypatch.setattr(X, "warmup_id", lambda cfg: "warmup-abc")
+    monkeypatch.setattr(stages, "warmup", lambda cfg: ("/models/warmup", {"steps": 1}))
+    monkeypatch.setattr(stages, "dense_search", lambda model, corpus: ("search", model))
+    monkeypatch.setattr(stages, "iterate_to_file", fake_iterate_to_file)
+    from toolkit.feedback.config import config_for
+    cfg = config_for("smoke")
+    out = C.toolretriever_loop_test(cfg, "I2", llm="the-llm")
+    assert out.parent == tmp_path and "control-toolretriever-loop-I2" in out.name
+    assert seen["prefix"] is False and seen["llm"] == "the-llm" and seen["meta"]["model"] == "warmup-abc"
+    assert seen["queries"] == {"q1": "weather in Paris", "q2": "a concert"} and seen["rounds"] == cfg.training.rounds
+    # other feedback settings (caps, wording) are another trace
+    from dataclasses import replace
+    other = replace(cfg, feedback=replace(cfg.feedback, comprehension_tokens=cfg.feedback.comprehension_tokens + 1))
+    assert C.toolretriever_loop_trace_path(other, "I2", 2) != C.toolretriever_loop_trace_path(cfg, "I2", 2)

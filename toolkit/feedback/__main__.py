@@ -9,6 +9,7 @@
     python -m toolkit.feedback test            [--profile standard] --group I2 [--condition '7:Ours (dim=512)']
     python -m toolkit.feedback toolretriever   [--profile standard] --group I1
     python -m toolkit.feedback controls        [--profile standard] [--group I2]  # the controls' traces, no LLM
+    python -m toolkit.feedback toolretriever-loop [--profile standard] --group I2  # the LLM's loop, warm-up retriever
     python -m toolkit.feedback all             [--profile standard]              # every trace notebook 30 needs
     python -m toolkit.feedback status          [--profile standard]              # planned / traced per stage
 
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     import logging
     logging.basicConfig(level=logging.INFO, format="[feedback] %(message)s", stream=sys.stderr)
     p = argparse.ArgumentParser(prog="python -m toolkit.feedback", description=__doc__.split("\n\n")[0])
-    p.add_argument("stage", choices=("warmup", "keep-warmup", "keep-model", "train-feedback", "train", "test", "toolretriever", "controls", "all", "status"))
+    p.add_argument("stage", choices=("warmup", "keep-warmup", "keep-model", "train-feedback", "train", "test", "toolretriever", "toolretriever-loop", "controls", "all", "status"))
     p.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     p.add_argument("--group", default=None, help="test / toolretriever: I1 | I2 | I3 | UltraTool")
     p.add_argument("--condition", default=None, help="a row of Tables 4, 6, 7, e.g. '4:w/o warm-up'")
@@ -128,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
     if args.group is not None and args.group not in groups:     # a typo is an error for every stage, status too
         p.error(f"--group {args.group!r} is not a group; groups: {', '.join(groups)} (All is the union of I1-I3)")
-    if args.group is not None and args.stage not in ("test", "toolretriever", "controls"):
+    if args.group is not None and args.stage not in ("test", "toolretriever", "toolretriever-loop", "controls"):
         p.error(f"--group is for test and toolretriever, not {args.stage} (status lists every group)")
-    if args.stage in ("test", "toolretriever"):
+    if args.stage in ("test", "toolretriever", "toolretriever-loop"):
         if args.group not in groups:
             p.error(f"{args.stage} needs --group, one of {', '.join(groups)} (All is the union of I1-I3)")
     if args.stage == "status":
@@ -150,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         stages.test(cfg, args.group, n)
     elif args.stage == "toolretriever":
         stages.toolretriever(cfg, args.group)
+    elif args.stage == "toolretriever-loop":
+        from toolkit.feedback import controls
+        controls.toolretriever_loop_test(cfg, args.group)
     elif args.stage == "controls":
         from toolkit.feedback import controls
         controls.run_all(cfg, [args.group] if args.group else None)

@@ -10,8 +10,9 @@ for free, so that a gap between Ours and ToolRetriever can be attributed.
   (:func:`oracle_refinement`); "N/A" when every gold API is already among the K tools shown. It runs through the
   same loop (T rounds, the same search) with Ours' retriever (under the "Iteration t" prefix) and with ToolRetriever
   (no prefix). It bounds what good feedback gives each retriever: if it does not help, the pipeline has a defect.
-- **ToolRetriever + loop** (the LLM's loop on the warm-up retriever) needs LLM generation; :func:`toolkit.feedback.
-  collect.collect` lists it as pending.
+- **ToolRetriever + loop** (the LLM's loop on the warm-up retriever: no prefix, no feedback training;
+  :func:`toolretriever_loop_test`, ``python -m toolkit.feedback toolretriever-loop --group I2``) needs LLM
+  generation with caps that do not cut the reasoning; :func:`toolkit.feedback.collect.collect` lists it as not run.
 
 The decomposition of the gap on one set's LLM sample (:func:`decomposition`, each part a paired difference with its
 randomization p, :func:`toolkit.significance.compared`):
@@ -43,7 +44,9 @@ OURS_T0 = "Ours (T=0)"
 TOOLRETRIEVER_LOOP = "ToolRetriever + loop"
 TOOLRETRIEVER_LOOP_WHY = ("the LLM's loop on the warm-up retriever (no prefix, no feedback training) needs new LLM "
                           "generation: its rounds see other tool lists than Ours', so the committed answers do not "
-                          "serve it, and new answers must use caps that do not cut the reasoning (issue 48, item 2)")
+                          "serve it, and new answers must use caps that do not cut the reasoning (issue 48, item 2; "
+                          "python -m toolkit.feedback toolretriever-loop --group I2: <= 8.6 h for I2's 230 at the "
+                          "45 s per round measured with 4 slots)")
 RETRIEVERS = ("ours", "toolretriever")          # whose retriever the oracle loop runs with
 HINT_CHARS = 200                                # an oracle hint's description sentence is cut to this many characters
 
@@ -171,6 +174,31 @@ def oracle_test(cfg, group: str, retriever: str = "ours") -> Path:
     X.save_traces(traces, out, {"stage": f"control-oracle-{retriever}", "group": group, "n": len(ds.queries),
                                 "model": X.model_id(cfg) if retriever == "ours" else X.warmup_id(cfg),
                                 "training_stats": stats})
+    return out
+
+
+def toolretriever_loop_trace_path(cfg, group: str, n: int | None) -> Path:
+    """Named by the warm-up retriever, the sample and the LLM's part (model, feedback settings, rounds), so answers
+    under other caps or wording are another trace."""
+    return X.TRACE_DIR / f"{cfg.profile}-control-toolretriever-loop-{group}-" \
+        f"{X._hash({'model': X.warmup_id(cfg), 'n': n, 'seed': cfg.sample_seed, 'corpus': cfg.toolbench_corpus, **X._llm_part(cfg)})}.jsonl"
+
+
+def toolretriever_loop_test(cfg, group: str, llm=None) -> Path:
+    """The LLM's inference loop (§4.4: T rounds, K tools shown, the same prompts as Ours') on ``group``'s LLM sample
+    with the warm-up retriever and no "Iteration t" prefix: the loop's part without the feedback training. Resumable
+    (:func:`toolkit.feedback.stages.iterate_to_file`: the trace is rewritten after every chunk of instructions)."""
+    n = cfg.sample_size(group)
+    ds = X.test_datasets(cfg)[group].nested_sample(n, cfg.sample_seed)
+    out = toolretriever_loop_trace_path(cfg, group, n)
+    if X.trace_complete(out, ds.queries):
+        return out
+    model, stats = stages.warmup(cfg)
+    llm = llm or stages.llm_client(cfg)
+    stages.iterate_to_file(ds.query_texts(), stages.dense_search(model, ds.corpus), ds.corpus, llm, out,
+                           {"stage": "control-toolretriever-loop", "group": group, "n": len(ds.queries),
+                            "model": X.warmup_id(cfg), "warmup_stats": stats, "llm": cfg.llm},
+                           rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
     return out
 
 

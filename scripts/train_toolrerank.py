@@ -46,13 +46,34 @@ def main() -> None:
                     help="train and score one reranker variant (toolkit.toolrerank.variants.VARIANTS) instead")
     ap.add_argument("--alone", action="store_true",
                     help="score alone_queries per subset against the whole library (DPR and reranker) and save them")
+    ap.add_argument("--headtohead", action="store_true",
+                    help="score notebook 50's common set (I1/I2/I3 over the library, UltraTool) with this profile's "
+                         "models and save it (toolkit.toolrerank.headtohead); notebook 10's score cache must exist")
     ap.add_argument("--fair", action="store_true",
-                    help="issue 50's configuration (toolkit.toolrerank.config.FAIR_STANDARD) under the --set overrides")
+                    help="issue 50's fields (toolkit.toolrerank.config.FAIR_STANDARD) under the --set overrides; the "
+                         "standard profile holds them already since issue 50")
+    ap.add_argument("--first-run", action="store_true",
+                    help="the first standard runs' configuration (toolkit.toolrerank.config.first_run_config) "
+                         "instead of the standard profile")
     args = ap.parse_args()
-    from toolkit.toolrerank.config import FAIR_STANDARD
-    cfg = config_for(args.profile, **{**(FAIR_STANDARD if args.fair else {}), **dict(parse_param(x) for x in args.set)})
+    from toolkit.toolrerank.config import FAIR_STANDARD, first_run_config
+    if args.first_run and (args.profile != "standard" or args.fair):
+        raise SystemExit("--first-run is the first standard runs' configuration: use it with --profile standard, "
+                         "without --fair")
+    over = {**(FAIR_STANDARD if args.fair else {}), **dict(parse_param(x) for x in args.set)}
+    cfg = first_run_config(**over) if args.first_run else config_for(args.profile, **over)
     if args.alone:
         run_alone(cfg, args.variant)
+        return
+    if args.headtohead:
+        from toolkit.methods.benchmark import benchmark_sets
+        from toolkit.methods.benchmark import config_for as headtohead_config
+        from toolkit.toolrerank import headtohead
+        headtohead.best_config(cfg)          # fails early, naming the command, when notebook 10 has not run
+        sets = benchmark_sets(headtohead_config(args.profile))
+        t0 = time.time()
+        path = headtohead.score(cfg, sets, log=lambda m: print(m, flush=True))
+        print("done", path, f"{time.time() - t0:.0f} s", flush=True)
         return
     if args.variant is not None:
         from toolkit.toolrerank.variants import run_variant

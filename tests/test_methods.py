@@ -282,3 +282,37 @@ def test_growth_table_derives_each_method_from_its_cost_record():
     assert bt.loc[("Dense MiniLM", 1000), "one per call / batched"] == pytest.approx((0.05 + 1e-5) / (0.02 + 1e-5))
     text = reading(f, g, points, bt)
     assert "16,000" in text and "Re-Invoke: offline b = 1.00 (linear)" in text
+
+
+def test_toolrerank_method_is_pending_without_its_scores_and_replays_them_when_there(monkeypatch, tmp_path):
+    """Issue 51: ToolRerank in the head-to-head replays toolkit.toolrerank.headtohead's score cache: without it the
+    method is pending with the command that writes it; with it, online() gives ToolRerank's lists at the dev pick."""
+    from toolkit.methods import catalog
+    from toolkit.toolrerank import headtohead
+    from toolkit.toolrerank.pipeline import ToolRerankConfig, as_run, method_lists
+
+    from test_toolrerank_categories import _fake_cands
+    cands = _fake_cands()
+    sets = {name: c.dataset for name, c in cands.items()}
+    corpus = sets["I1-Cat"].corpus
+    monkeypatch.setattr(headtohead, "cache_path", lambda cfg: tmp_path / "absent.json.gz")
+    m = catalog.ToolRerank(sets, "smoke")
+    with pytest.raises(MethodPending) as e:
+        m.offline(corpus)
+    assert "--headtohead" in e.value.pending.command and "absent.json.gz" in e.value.pending.reason
+    timings = {n: {"queries": len(c.dataset.queries), "index_s": 3.0, "retrieve_s": 0.5, "rerank_s": 1.0,
+                   "classify_s": 0.5} for n, c in cands.items()}
+    monkeypatch.setattr(headtohead, "load", lambda cfg, s: ({n: cands[n] for n in s},
+                                                           {"training": {"reranker": {"seconds": 120.0}},
+                                                            "timings": timings}))
+    best = ToolRerankConfig(m_s=10, m_u=10, har="none")
+    monkeypatch.setattr(catalog, "_toolrerank_best", lambda profile: best)
+    m = catalog.ToolRerank(sets, "smoke")
+    m.offline(corpus)
+    assert m.cost.training_minutes == 2.0 and m.cost.index_seconds == 3.0
+    assert m.cost.ms_per_query == pytest.approx((2.0 + 2.0) * 1000 / 3)      # both sets share the fake corpus
+    run = m.online(sets["I1-Cat"].query_texts())
+    assert run == as_run(method_lists(cands["I1-Cat"], best))
+    assert run["qb"] and max(run["qb"], key=run["qb"].get) == "tc1"          # the reranker's pick, not the DPR's
+    with pytest.raises(KeyError, match="in none of the scored sets"):
+        m.online({"nope": "text"})

@@ -8,7 +8,7 @@ import pytest
 
 from toolkit.data.contract import Document, Query, RetrievalDataset
 from toolkit.toolrerank import draws as draws_mod
-from toolkit.toolrerank.config import FAIR_STANDARD, config_for
+from toolkit.toolrerank.config import FAIR_STANDARD, config_for, first_run_config
 from toolkit.toolrerank.experiment import Setup
 from toolkit.toolrerank.pipeline import Candidates, ToolRerankConfig
 from toolkit.toolrerank.splits import category_blocks, category_counts, make_split, query_category
@@ -66,8 +66,9 @@ def _keys(cfg) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("profile", ["smoke", "standard"])
-def test_the_smoke_and_standard_profiles_keep_every_cache_key(profile):
-    keys, held = _keys(config_for(profile))
+def test_the_smoke_and_first_standard_profiles_keep_every_cache_key(profile):
+    # the first standard runs' configuration stays reachable (first_run_config) with its committed caches' names
+    keys, held = _keys(config_for(profile) if profile == "smoke" else first_run_config())
     assert keys == KEYS_BEFORE[profile]
     assert held == HELDOUT_BEFORE[profile]
 
@@ -76,7 +77,10 @@ def test_the_committed_standard_caches_are_the_ones_the_standard_profile_replays
     from toolkit.paths import REPO
     committed = {p.name for p in (REPO / "data" / "score_cache" / "toolrerank").glob("standard-*.json.gz")}
     wanted = {v for k, v in KEYS_BEFORE["standard"].items() if k == "main" or k.startswith("draw")}
-    assert wanted <= committed
+    assert wanted <= committed                              # the first runs' (first_run_config) still replay
+    keys, _ = _keys(config_for("standard"))                 # the fair standard's main run and its MiniLM variants
+    fair = {keys["main"]} | {v for k, v in keys.items() if k.startswith("variant") and "mpnet" not in k}
+    assert len(fair) == 4 and fair <= committed, sorted(fair - committed)
 
 
 # --- blocks of one fixed shuffle ------------------------------------------------------------------
@@ -126,13 +130,15 @@ def test_setup_fields_are_checked_by_name():
         Setup(category_shuffle_seed=-1)
     with pytest.raises(TypeError, match="category_shuffle_seed"):
         config_for("standard", category_shuffle_seed="one")
-    cfg = config_for("standard", category_draw="block", n_heldout_categories=3)
+    cfg = first_run_config(category_draw="block", n_heldout_categories=3)
     assert cfg.setup.training_params()["category_draw"] == "block"          # a new key, not an old cache's
-    assert "category_draw" not in config_for("standard").setup.training_params()
+    assert "category_draw" not in first_run_config().setup.training_params()
+    assert config_for("standard").setup.training_params()["category_draw"] == "block"    # the fair standard profile
 
 
 def test_the_fair_profile_draws_hold_out_three_disjoint_categories_each():
-    cfg = config_for("standard", **FAIR_STANDARD)
+    cfg = config_for("standard")
+    assert cfg == config_for("standard", **FAIR_STANDARD) == first_run_config(**FAIR_STANDARD)   # adopted
     assert (cfg.setup.category_draw, cfg.setup.n_heldout_categories, cfg.draw_seeds) == ("block", 3, (0, 1, 2))
     table = draws_mod.heldout_table(cfg)
     per_seed = table.reset_index().groupby("seed")["category"].apply(list).to_dict()
@@ -140,7 +146,7 @@ def test_the_fair_profile_draws_hold_out_three_disjoint_categories_each():
     assert len({c for cats in per_seed.values() for c in cats}) == 9 and table.attrs["shared"] == []
     assert (table["I1-Cat queries"] + table["I2-Cat queries"] > 0).all()
     # the first standard draws (category_draw="sample") shared Gaming
-    assert draws_mod.heldout_table(config_for("standard")).attrs["shared"] == ["Gaming"]
+    assert draws_mod.heldout_table(first_run_config()).attrs["shared"] == ["Gaming"]
     # a fourth draw has no block of three left among the 11 eligible categories
     from toolkit.toolrerank.experiment import toollens_split
     with pytest.raises(ValueError, match=r"seed=3 picks block 3 .* must be < 3"):

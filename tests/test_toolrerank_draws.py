@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from toolkit.toolrerank.config import config_for
+from toolkit.toolrerank.config import config_for, first_run_config
 from toolkit.toolrerank.draws import Draw, claims_by_draw, draw_command, draw_config, record_draws, spread_table
 
 
@@ -16,7 +16,7 @@ def _draw(seed, seen, unseen, dpr, claims):
 
 
 def test_draw_config_changes_only_the_seed_the_draw_setup_and_the_sizes():
-    cfg = config_for("standard")
+    cfg = first_run_config()
     d = draw_config(cfg, 2)
     assert d.setup.seed == 2 and d.setup.de_epochs == 1 and d.setup.ce_neg == 1
     assert (d.subset_queries, d.dev_queries, d.draw_seeds) == (100, 200, ())
@@ -25,6 +25,31 @@ def test_draw_config_changes_only_the_seed_the_draw_setup_and_the_sizes():
     assert d.setup.training_params() != cfg.setup.training_params()
     assert draw_config(cfg, 1).setup.training_params() != d.setup.training_params()
     assert draw_command(cfg, 2) == "python scripts/train_toolrerank.py --profile standard --draw 2"
+
+
+def test_the_fair_standard_draw_0_is_the_main_run_and_replays_its_cache(tmp_path, monkeypatch):
+    from toolkit.toolrerank import draws, experiment, score_cache
+    cfg = config_for("standard")
+    d0 = draw_config(cfg, 0)
+    assert d0.setup == cfg.setup and (d0.subset_queries, d0.dev_queries) == (cfg.subset_queries, cfg.dev_queries)
+    # run_config: no draw cache, but the main run's cache has the same key -> it is replayed, nothing is trained
+    main, missing = tmp_path / "main.json.gz", tmp_path / "draw0.json.gz"
+    main.write_bytes(b"x")
+    from types import SimpleNamespace
+    monkeypatch.setattr(experiment, "toollens_split", lambda setup: SimpleNamespace(train="train"))
+    monkeypatch.setattr(experiment, "eval_sets", lambda *a, **k: {})
+    monkeypatch.setattr(experiment, "train_all", lambda *a, **k: pytest.fail("trained although the main cache fits"))
+    import toolkit.toolrerank.splits as splits
+    monkeypatch.setattr(splits, "seen_tools", lambda train: set())
+    monkeypatch.setattr(score_cache, "cache_path", lambda c, sp, **k: main)
+    read = []
+    monkeypatch.setattr(score_cache, "load", lambda path, sets, seen: read.append(path) or {})
+    monkeypatch.setattr(score_cache, "meta", lambda path: {"training": {"from": path.name}})
+    monkeypatch.setattr(draws, "evaluate_draw", lambda seed, split, cands, training, replayed: (seed, training, replayed))
+    assert draws.run_config(d0, lambda split: missing, 0, train_missing=True) == (0, {"from": "main.json.gz"}, True)
+    assert read == [main]
+    main.unlink()                                       # neither file: pending without train_missing
+    assert draws.run_config(d0, lambda split: missing, 0, train_missing=False) is None
 
 
 def test_bad_draw_parameters_name_the_parameter():

@@ -402,8 +402,8 @@ def default_methods(cfg: HeadToHeadConfig, sets: Mapping[str, RetrievalDataset])
     """The suite's methods and the combinations (:data:`COMBINATION_WHY`) as name -> factory; ``sets``: the run's
     query sets (the pending estimates are for their queries)."""
     from toolkit.methods.base import PendingMethod
-    from toolkit.methods.catalog import (BM25, Dense, IterativeFeedback, ReinvokeIntents, ToolLensDPR,
-                                         querygen_pending, reinvoke_pending, toolrerank_pending)
+    from toolkit.methods.catalog import (BM25, Dense, IterativeFeedback, ReinvokeIntents, ToolLensDPR, ToolRerank,
+                                         querygen_pending, reinvoke_pending)
     from toolkit.methods.fusion import Fusion
 
     def dense(model):
@@ -425,7 +425,7 @@ def default_methods(cfg: HeadToHeadConfig, sets: Mapping[str, RetrievalDataset])
         "Dense MiniLM": dense("minilm"),
         "Dense mpnet": dense("mpnet"),
         "DPR (ToolLens)": ToolLensDPR,
-        "ToolRerank": pending("ToolRerank", toolrerank_pending),
+        "ToolRerank": lambda: ToolRerank(sets, cfg.profile),
         "Re-Invoke": pending("Re-Invoke", reinvoke_pending),
         "Re-Invoke (intents only)": ReinvokeIntents,
         "Iterative feedback": IterativeFeedback,

@@ -7,8 +7,9 @@ reimplements nothing:
 - ``IterativeFeedback``: the feedback loop's test traces (``data/feedback_traces/standard-test-*``), its last round;
 - ``ReinvokeIntents``: Re-Invoke's intent extractor with multi-view ranking (:func:`toolkit.reinvoke.reinvoke_run`)
   on the committed intents (``data/llm_cache/reinvoke_intents``), the documents not expanded;
-- pending: ToolRerank (its score cache holds the StableToolBench groups over their candidate pools, not over the
-  library), Re-Invoke with document expansion (the library's 16,427 APIs have no synthetic queries), query
+- ``ToolRerank``: notebook 10's standard models replayed from the head-to-head score cache
+  (:mod:`toolkit.toolrerank.headtohead`; pending until ``scripts/train_toolrerank.py --headtohead`` wrote it);
+- pending: Re-Invoke with document expansion (the library's 16,427 APIs have no synthetic queries), query
   generation (its answers are for ToolLens requests, not these queries). Each names its command and cost.
 
 Costs not measured in the run come from the records the caches keep: a trace's meta (training seconds), the LLM
@@ -284,25 +285,66 @@ class ReinvokeIntents(Method):
 
 # --- pending: inputs no committed cache holds ------------------------------------------------------------
 
-def toolrerank_pending() -> Pending:
-    """ToolRerank over the library: the standard score cache's StableToolBench sets were scored over the groups'
-    candidate pools (``transfer_corpus="pool"``); issue 50's fair run scores them over the library."""
-    import gzip
-    import json
+@lru_cache(maxsize=None)
+def _toolrerank_best(profile: str):
+    from toolkit.toolrerank import headtohead
+    from toolkit.toolrerank.config import config_for
+    return headtohead.best_config(config_for(profile))
 
-    from toolkit.paths import REPO
-    train_s = 0.0
-    for path in sorted((REPO / "data" / "score_cache" / "toolrerank").glob("standard-[0-9a-f]*.json.gz")):
-        stats = json.loads(gzip.open(path).read()).get("meta", {}).get("training", {})
-        train_s = sum(s.get("seconds", 0.0) for s in stats.values())
-        break
-    depth = 50
-    return Pending("the committed ToolRerank score cache holds the StableToolBench groups over their candidate pools, "
-                   "not over the 16,427-API library (and no UltraTool)",
-                   "python scripts/train_toolrerank.py --profile standard --fair",
-                   Cost(training_minutes=train_s / 60, ms_per_query=depth / RERANKER_PAIRS_PER_SECOND * 1000),
-                   f"training: the standard models' {train_s / 60:.0f} min (score cache meta); online: {depth} "
-                   f"candidates at {RERANKER_PAIRS_PER_SECOND} reranker pairs/s (results/bench/toolrerank_bases.json)")
+
+class ToolRerank(Method):
+    """ToolRerank (Zheng et al. 2024) with notebook 10's standard models: the DPR top 50, adaptive truncation, the
+    cross-encoder and hierarchy-aware reranking, at the configuration notebook 10's grid search picks on its dev set;
+    replayed from the head-to-head score cache (:mod:`toolkit.toolrerank.headtohead`). Online cost: the DPR
+    retrieval, reranker and classifier seconds per query measured when that cache was written."""
+    name = "ToolRerank"
+
+    def __init__(self, sets: Mapping, profile: str = "standard"):
+        super().__init__()
+        self.sets, self.profile = sets, profile
+        self.cands: dict = {}
+
+    def _estimate(self, cfg) -> Cost:
+        import gzip
+        import json
+
+        from toolkit.toolrerank import score_cache
+        from toolkit.toolrerank.experiment import toollens_split
+        main = score_cache.cache_path(cfg, toollens_split(cfg.setup))
+        stats = json.loads(gzip.open(main).read()).get("meta", {}).get("training", {}) if main.is_file() else {}
+        return Cost(training_minutes=sum(st.get("seconds", 0.0) for st in stats.values()) / 60,
+                    ms_per_query=cfg.depth / RERANKER_PAIRS_PER_SECOND * 1000)
+
+    def offline(self, corpus) -> None:
+        from toolkit.toolrerank import headtohead
+        from toolkit.toolrerank.config import config_for
+        cfg = config_for(self.profile)
+        mine = {n: ds for n, ds in self.sets.items() if set(ds.corpus) == set(corpus)}
+        try:
+            self.cands, meta = headtohead.load(cfg, mine)
+        except FileNotFoundError as e:
+            raise MethodPending(Pending(str(e), headtohead.command(cfg), self._estimate(cfg),
+                                        f"training: notebook 10's standard models (score cache meta); online: "
+                                        f"{cfg.depth} candidates at {RERANKER_PAIRS_PER_SECOND} reranker pairs/s "
+                                        "(results/bench/toolrerank_bases.json)")) from None
+        timings = [meta.get("timings", {}).get(n, {}) for n in mine]
+        n = sum(t.get("queries", 0) for t in timings)
+        online = sum(t.get(k, 0.0) for t in timings for k in ("retrieve_s", "rerank_s", "classify_s"))
+        train_s = sum(st.get("seconds", 0.0) for st in meta.get("training", {}).values())
+        self.cost = Cost(training_minutes=train_s / 60,
+                         index_seconds=max((t.get("index_s", 0.0) for t in timings), default=None),
+                         ms_per_query=online * 1000 / n if n else None,
+                         note=f"training: notebook 10's standard models, {train_s / 60:.0f} min; online: DPR top "
+                              f"{cfg.depth}, reranker and classifier as measured when the scores were written")
+
+    def online(self, queries) -> Run:
+        from toolkit.toolrerank.pipeline import as_run, method_lists, restrict
+        qids = list(queries)
+        name = next((n for n, c in self.cands.items() if qids and qids[0] in c.dataset.queries), None)
+        if name is None:
+            raise KeyError(f"ToolRerank: query {qids[0] if qids else None!r} is in none of the scored sets "
+                           f"({', '.join(self.cands)})")
+        return as_run(method_lists(restrict(self.cands[name], qids), _toolrerank_best(self.profile)))
 
 
 def reinvoke_pending(library_size: int = 16_427) -> Pending:

@@ -6,7 +6,8 @@ head: the DPR inherits retrieval pretraining, the cross-encoder none. Each varia
 run's split, so all share its DPR, and is evaluated like a held-out draw on ``variant_subset_queries`` per subset (:func:`toolkit.toolrerank.draws.run_config`:
 the grid search on its own dev sample, Recall@5 of DPR, Rerank-10/30/50 and ToolRerank on the draws' sample sizes).
 The variant with the best Recall@5 of Rerank-10 on its dev sample (the reranker over the DPR top 10) is *the*
-reranker the main run then trains at full strength.
+reranker: the standard profile trains its main reranker at the screen budget, so the main run adopts the chosen
+variant's fields and reuses its model.
 
 Which start is the paper's? ToolRerank starts the DPR, the reranker and the classifier from one plain language model
 (bert-base-uncased), so neither the DPR nor the reranker has retrieval pretraining. "pretrained MiniLM + fresh head"

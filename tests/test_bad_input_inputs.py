@@ -127,10 +127,15 @@ def test_the_committed_draw_caches_are_where_the_draws_look(repo):
     from toolkit.toolrerank.config import config_for
     from toolkit.toolrerank.draws import draw_config
     from toolkit.toolrerank.experiment import toollens_split
-    cfg = config_for("standard")
+    from toolkit.toolrerank.config import first_run_config
+    cfg = first_run_config()                       # the first standard runs: every draw trained and committed
     for seed in cfg.draw_seeds:
         d = draw_config(cfg, seed)
         assert score_cache.cache_path(d, toollens_split(d.setup), draw=seed).is_file(), seed
+    # the fair standard profile: draw 0 is the main run's split and replays the committed main cache
+    cfg = config_for("standard")
+    d = draw_config(cfg, 0)
+    assert score_cache.cache_path(d, toollens_split(d.setup)).is_file()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "bitflip", "not-gzip", "no-sets"])

@@ -43,9 +43,10 @@ def score(cfg, sets: Mapping[str, RetrievalDataset], log=print) -> Path:
     models = train_all(split, cfg.setup, log=log)
     texts = {d: doc.text for ds in sets.values() for d, doc in ds.corpus.items()}
     make_retriever, reranker, classifier = load_models(models, texts, cfg.setup)
-    cands = {}
+    cands, retrievers = {}, {}
     for name, ds in sets.items():     # one retriever per corpus: the library's sets share its index
-        cands[name] = candidates(ds, make_retriever(), reranker, seen, classifier, depth=cfg.depth, log=log)
+        retr = retrievers.setdefault(tuple(sorted(ds.corpus)), make_retriever())
+        cands[name] = candidates(ds, retr, reranker, seen, classifier, depth=cfg.depth, log=log)
     seconds = time.perf_counter() - t0
     path = cache_path(cfg)
     score_cache.save(path, score_cache.quantize(cands),

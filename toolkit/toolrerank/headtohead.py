@@ -32,27 +32,48 @@ def command(cfg) -> str:
 
 
 def score(cfg, sets: Mapping[str, RetrievalDataset], log=print) -> Path:
-    """Load (or train, if gone) the main run's three models, build the candidates of every set and save them."""
+    """Load (or train, if gone) the main run's three models, build the candidates of every set (or read them from
+    an existing file), score what ToolRerank's extended API lists ask for at the dev pick, and save them all."""
+    from dataclasses import replace
+
     from . import score_cache
     from .experiment import load_models, toollens_split, train_all
-    from .pipeline import candidates
+    from .pipeline import candidates, method_lists
     from .splits import seen_tools
     split = toollens_split(cfg.setup)
     seen = seen_tools(split.train)
+    best = best_config(cfg)
     t0 = time.perf_counter()
     models = train_all(split, cfg.setup, log=log)
     texts = {d: doc.text for ds in sets.values() for d, doc in ds.corpus.items()}
     make_retriever, reranker, classifier = load_models(models, texts, cfg.setup)
-    cands, retrievers = {}, {}
-    for name, ds in sets.items():     # one retriever per corpus: the library's sets share its index
-        retr = retrievers.setdefault(tuple(sorted(ds.corpus)), make_retriever())
-        cands[name] = candidates(ds, retr, reranker, seen, classifier, depth=cfg.depth, log=log)
-    seconds = time.perf_counter() - t0
     path = cache_path(cfg)
-    score_cache.save(path, score_cache.quantize(cands),
-                     meta={"training": models.stats, "seconds": round(seconds, 1),
-                           "timings": {n: c.timings for n, c in cands.items()},
-                           "sets": {n: len(ds.queries) for n, ds in sets.items()}, "written": time.strftime("%Y-%m-%d")})
+    old = score_cache.meta(path) if path.is_file() else {}
+    if path.is_file():        # a file written before the extended lists were scored: keep its candidates
+        cands, retrievers = {}, {}
+        for n, c in score_cache.load(path, sets, seen).items():   # the whole corpus's embeddings: extended APIs
+            ids, txt = sets[n].doc_texts()
+            retr = retrievers.get(tuple(ids))
+            if retr is None:
+                retr = retrievers[tuple(ids)] = make_retriever()
+                retr.index(ids, txt)
+            cands[n] = score_cache.quantize({n: replace(
+                c, score_fn=reranker.score, doc_index={d: i for i, d in enumerate(retr.doc_ids)},
+                doc_emb=retr.doc_emb)})[n]
+        timings = old.get("timings", {})
+    else:
+        cands, retrievers = {}, {}
+        for name, ds in sets.items():     # one retriever per corpus: the library's sets share its index
+            retr = retrievers.setdefault(tuple(sorted(ds.corpus)), make_retriever())
+            cands[name] = score_cache.quantize(
+                {name: candidates(ds, retr, reranker, seen, classifier, depth=cfg.depth, log=log)})[name]
+        timings = {n: c.timings for n, c in cands.items()}
+    for c in cands.values():          # the extended API lists score extra pairs on demand (into c.scores)
+        method_lists(c, best)
+    seconds = time.perf_counter() - t0 + old.get("seconds", 0.0)
+    score_cache.save(path, cands, meta={"training": models.stats, "seconds": round(seconds, 1), "timings": timings,
+                                        "best": best.__dict__, "sets": {n: len(ds.queries) for n, ds in sets.items()},
+                                        "written": time.strftime("%Y-%m-%d")})
     return path
 
 

@@ -305,13 +305,10 @@ class ToolRerank(Method):
         self.cands: dict = {}
 
     def _estimate(self, cfg) -> Cost:
-        import gzip
-        import json
-
         from toolkit.toolrerank import score_cache
         from toolkit.toolrerank.experiment import toollens_split
         main = score_cache.cache_path(cfg, toollens_split(cfg.setup))
-        stats = json.loads(gzip.open(main).read()).get("meta", {}).get("training", {}) if main.is_file() else {}
+        stats = score_cache.meta(main).get("training", {}) if main.is_file() else {}
         return Cost(training_minutes=sum(st.get("seconds", 0.0) for st in stats.values()) / 60,
                     ms_per_query=cfg.depth / RERANKER_PAIRS_PER_SECOND * 1000)
 

@@ -258,9 +258,10 @@ for m, tab in decomp.items():
 # (`toolkit.feedback.loop.stop_when_unchanged`; exact from the traces: the paper's loop stops only at "N/A", so an
 # unchanged instruction is retrieved again under the next "Iteration t" prefix). Table 6: MiniLM in place of BERT-base, mpnet in place of
 # RoBERTa-base — mpnet trains ~5x slower than MiniLM on this CPU, so its warm-up uses a seeded sample of pairs
-# (`toolkit.feedback.experiment.CONDITIONS`), and its models are kept in the repository with their weights rounded to
-# float16 (`python -m toolkit.feedback keep-warmup --float16`, `toolkit.weights`: in float32 one is more than a
-# submission may add) and restored to float32 for use: the traces named below were made with the rounded weights,
+# (`toolkit.feedback.experiment.CONDITIONS`), and its models were kept in the repository with their weights rounded to
+# float16 (`toolkit.weights`: in float32 one is more than a submission may add) and restored to float32 for use: the
+# traces named below were made with the rounded weights. Model weights now leave the tree; a stage that needs one
+# restores it from the git history (`toolkit.feedback.stages.restore_from_history`, bit for bit) or retrains it,
 # and Ours (RoBERTa-based) is trained from the very warm-up that made its ToolRetriever row
 # (`stages.check_warmup_made_toolretriever`). Table 7: a linear projection after the encoder's pooling to each size,
 # initialised at random and trained with the rest. The paper's BERT-base gives 768 dimensions; MiniLM gives fewer

@@ -1,6 +1,6 @@
 """Benchmark: one feedback round as a multi-turn chat vs independent calls, one per step (same inputs).
 
-    python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2] [--tool-chars 600]
+    python scripts/bench_feedback.py [--n 8] [--model qwen-1.5b] [--threads 2] [--fair] [--tool-chars 600]
                                      [--caps 256,256,128] [--only chat] [--speculative ngram-simple,draft:qwen-0.5b]
                                      [--brevity one-line]
                                      [--decision answers|model|both] [--parallel 4] [--out FILE]
@@ -34,6 +34,9 @@ def main() -> int:
     ap.add_argument("--tool-chars", type=int, default=None, help="FeedbackConfig.tool_chars (default: its default)")
     ap.add_argument("--caps", default=None,
                     help="comprehension,assessment,refinement max tokens (default: FeedbackConfig's)")
+    ap.add_argument("--fair", action="store_true",
+                    help="start from issue 48's fair LLM step (toolkit.feedback.config.FAIR_FEEDBACK) instead of "
+                         "FeedbackConfig's defaults; --caps, --tool-chars, --brevity, --decision override it")
     ap.add_argument("--only", choices=["chat", "independent"], default=None, help="run one variant only")
     ap.add_argument("--brevity", default=None, help="FeedbackConfig.brevity (none | one-line; default: its default)")
     ap.add_argument("--speculative", default="",
@@ -74,7 +77,13 @@ def main() -> int:
     if args.decision in ("answers", "model"):
         overrides["decision"] = args.decision
     try:
-        cfg = FeedbackConfig(**overrides)
+        if args.fair:
+            from dataclasses import replace
+
+            from toolkit.feedback.config import FAIR_FEEDBACK
+            cfg = replace(FAIR_FEEDBACK, **overrides)
+        else:
+            cfg = FeedbackConfig(**overrides)
     except ValueError as e:
         ap.error(str(e))
     if args.decision == "both":

@@ -487,40 +487,48 @@ def test_sample_notes_name_the_offline_feedback_rows():
     assert "offline feedback" in note and "20 of 14000 queries" in note and "partial: 20 of the 500" in note
 
 
-def test_a_kept_warmup_model_is_used_before_the_cache_and_never_retrained(tmp_path, monkeypatch):
+def _git_repo_that_kept_and_removed(root, name: str, stats: dict):
+    """A git repository whose history once held ``data/models/feedback/<name>/final`` and whose tree no longer does."""
     import json
+    import subprocess
 
+    def git(*a):
+        subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *a], check=True,
+                       capture_output=True)
+    final = root / "data" / "models" / "feedback" / name / "final"
+    final.mkdir(parents=True)
+    (final / "model.safetensors").write_bytes(b"the kept weights")
+    (final / "train_stats.json").write_text(json.dumps(stats))
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "keep")
+    git("rm", "-r", "-q", "data/models")
+    git("commit", "-q", "-m", "the weights leave the tree")
+    return root
+
+
+def test_a_model_that_left_the_tree_is_restored_from_the_history_and_never_retrained(tmp_path, monkeypatch):
+    from toolkit import paths
     from toolkit.feedback import experiment as X
     from toolkit.feedback import stages
     from toolkit.feedback.config import config_for
-    from toolkit.feedback.training import CHECKPOINT_EVERY
     from toolkit.retrieval import dual_encoder
     cfg = config_for("smoke")
-    monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
-    monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "cache")
-    trained = tmp_path / "cache" / X.warmup_id(cfg) / "final"
-
-    def train_once(pairs, out_dir, **kw):
-        # the warm-up checkpoints as often as iteration-aware training: mpnet's takes an hour on a CPU
-        assert kw.get("checkpoint_every") == CHECKPOINT_EVERY, kw.get("checkpoint_every")
-        (out_dir / "final").mkdir(parents=True)
-        (out_dir / "final" / "model.safetensors").write_bytes(b"weights")
-        (out_dir / "final" / "train_stats.json").write_text(json.dumps({"steps": 3}))
-        return out_dir / "final", {"steps": 3}
-
-    monkeypatch.setattr(dual_encoder, "train_dual_encoder", train_once)
-    stray = tmp_path / "kept" / X.warmup_id(cfg) / "final"   # an incomplete copy (no train_stats.json) is replaced
-    stray.mkdir(parents=True)
-    (stray / "model.safetensors").write_bytes(b"half")
-    kept = stages.keep_warmup(cfg)
-    assert kept == tmp_path / "kept" / X.warmup_id(cfg) / "final" and (kept / "model.safetensors").read_bytes() == b"weights"
-    (trained / "model.safetensors").unlink()                   # a fresh machine: no cache ...
+    repo = _git_repo_that_kept_and_removed(tmp_path / "repo", X.warmup_id(cfg), {"steps": 3})
+    monkeypatch.setattr(paths, "REPO", repo)
+    monkeypatch.setattr(stages, "KEPT_DIR", repo / "data" / "models" / "feedback")
+    monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "cache" / "feedback")
+    assert not (repo / "data" / "models").exists()
 
     def no_training(*a, **kw):
-        raise AssertionError("retrained although a kept model exists")
+        raise AssertionError("retrained although the history holds the model")
 
     monkeypatch.setattr(dual_encoder, "train_dual_encoder", no_training)
-    assert stages.warmup(cfg) == (kept, {"steps": 3})           # ... the kept copy is used
+    path, stats = stages.warmup(cfg)
+    assert path == tmp_path / "cache" / "feedback-from-history" / X.warmup_id(cfg) / "final" and stats == {"steps": 3}
+    assert (path / "model.safetensors").read_bytes() == b"the kept weights"
+    assert not list((tmp_path / "cache" / "feedback-from-history").glob("*.tmp"))
+    assert stages.restore_from_history("never-kept") is None      # the history never held it: the stage trains
 
 
 def test_a_kept_iteration_aware_model_is_used_before_training(tmp_path, monkeypatch):
@@ -531,16 +539,11 @@ def test_a_kept_iteration_aware_model_is_used_before_training(tmp_path, monkeypa
     from toolkit.feedback.config import config_for
     cfg = config_for("smoke")
     monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
-    trained = tmp_path / "cache" / "final"
-    trained.mkdir(parents=True)
-    (trained / "model.safetensors").write_bytes(b"weights")
-    (trained / "train_stats.json").write_text(json.dumps({"steps": 7}))
-    monkeypatch.setattr(stages, "train", lambda c, llm=None: (trained, {"steps": 7}))
-    kept = stages.keep_model(cfg)
-    assert kept == tmp_path / "kept" / X.model_id(cfg) / "final" and (kept / "model.safetensors").read_bytes() == b"weights"
-    monkeypatch.undo()
-    monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
     monkeypatch.setattr(stages, "models_dir", lambda: tmp_path / "models")    # nothing trained in this cache
+    kept = tmp_path / "kept" / X.model_id(cfg) / "final"                     # a copy still in the tree
+    kept.mkdir(parents=True)
+    (kept / "model.safetensors").write_bytes(b"weights")
+    (kept / "train_stats.json").write_text(json.dumps({"steps": 7}))
 
     def no_training(*a, **kw):
         raise AssertionError("trained although a kept model exists")
@@ -551,6 +554,22 @@ def test_a_kept_iteration_aware_model_is_used_before_training(tmp_path, monkeypa
     other = X.condition(cfg, "4", "w/o hard-negative")    # another condition's model is not the kept one
     with pytest.raises(AssertionError, match="kept model exists"):
         stages.train(other)
+
+
+def test_the_tree_holds_no_model_weights_and_the_cli_offers_no_way_to_commit_them():
+    import subprocess
+
+    from toolkit.feedback.__main__ import main
+    from toolkit.paths import REPO
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "data/models"], capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    weights = [f for f in tracked.stdout.split() if f.endswith(".safetensors")]
+    allowed = {"standard-minilm-warmup-c5b50827fd", "standard-mpnet-warmup-6fceb2fbeb"}   # leave one per session
+    assert {f.split("/")[3] for f in weights} <= allowed, weights
+    for stage in ("keep-warmup", "keep-model"):
+        with pytest.raises(SystemExit):
+            main([stage])
 
 
 def test_stop_when_unchanged_ends_the_loop_at_the_first_unchanged_refinement():
@@ -622,3 +641,67 @@ def test_ours_is_not_trained_from_a_warmup_that_did_not_make_the_toolretriever_t
     (done / "train_stats.json").write_text('{"steps": 5}')
     monkeypatch.setattr(stages, "train_feedback", lambda c, llm=None: pytest.fail("examples rebuilt for a trained model"))
     assert stages.train(cfg) == (done, {"steps": 5})
+
+
+def test_fields_format_says_the_names_once_then_the_description_then_parameters_as_room_allows():
+    doc = Document("Weather/forecast_tool/daily", "Weather", "forecast_tool", "daily",
+                   "Weather, forecast tool, daily, Daily forecast for a city, required_params: [...]",
+                   meta={"description": "Daily forecast for a city",
+                         "required_parameters": [{"name": "city", "type": "str", "description": "city name"}],
+                         "optional_parameters": [{"name": "days", "type": "int", "description": ""}]})
+    full = prompts.format_tools([doc], max_chars=600, style="fields")
+    assert full == ("1. [Weather] forecast_tool / daily: Daily forecast for a city | required: city (str): city name. "
+                    "| optional: days (int).")
+    assert full.count("forecast_tool") == 1 and "forecast tool" not in full      # the text's repeated names are gone
+    cut = prompts.format_tools([doc], max_chars=100, style="fields")            # the optional one does not fit
+    assert cut == "1. [Weather] forecast_tool / daily: Daily forecast for a city | required: city (str): city name. ..."
+    assert len(cut) <= 100 + 3
+    tiny = prompts.format_tools([doc], max_chars=30, style="fields")            # the description itself is cut
+    assert tiny == "1. [Weather] forecast_tool / d..." and len(tiny) == 30 + 3
+    # a document without a description in its meta (UltraTool, the tests' corpus): its text after the names
+    assert prompts.format_tools([CORPUS["d0"]], max_chars=40, style="fields") == "1. [Weather] tool0 / api0: tool0 api0 de..."
+    assert "Weather, forecast tool, daily" in prompts.format_tools([doc], style="text")   # the first generation's
+    with pytest.raises(ValueError, match="style must be one of"):
+        prompts.format_tools([doc], style="json")
+
+
+def test_an_unchanged_refinement_ends_the_loop_by_default_and_stop_when_unchanged_replays_it_exactly(tmp_path):
+    from toolkit.feedback.loop import stop_when_unchanged
+    answer, _ = _scripted({"find weather": "find weather", "stock price": "stock price forecast",
+                           "stock price forecast": "stock price forecast"})
+    queries = {"q1": "find weather", "q2": "stock price"}
+    out = {}
+    for mode in ("na", "retrieve"):
+        calls = []
+        out[mode] = iterate(queries, _search_by_keyword(calls), CORPUS, _client(tmp_path, answer), rounds=3,
+                            cfg=FeedbackConfig(k=2, unchanged=mode), progress=False)
+    na, again = out["na"], out["retrieve"]
+    assert na["q1"].instructions == ["find weather"] and len(na["q1"].runs) == 1 and len(na["q1"].seconds) == 1
+    assert na["q2"].instructions == ["stock price", "stock price forecast"] and len(na["q2"].feedback) == 2
+    assert again["q1"].instructions == ["find weather"] * 4                  # the first generation's loop
+    cut = stop_when_unchanged(again)
+    for q in queries:
+        assert (cut[q].instructions, cut[q].runs, len(cut[q].seconds)) == \
+            (na[q].instructions, na[q].runs, len(na[q].seconds))
+    with pytest.raises(ValueError, match="unchanged must be one of"):
+        FeedbackConfig(unchanged="stop")
+
+
+def test_the_fair_llm_step_has_its_own_trace_names_and_the_committed_traces_keep_theirs():
+    from toolkit.feedback import controls
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.config import FAIR_FEEDBACK, config_for, fair_config
+    assert FeedbackConfig().unchanged == "na" and FeedbackConfig().refine_wording == "enrich"    # the paper's
+    first, fair = config_for("standard"), fair_config("standard")
+    assert (first.feedback.tool_format, first.feedback.unchanged) == ("text", "retrieve")
+    assert fair.feedback == FAIR_FEEDBACK and fair.training == first.training and fair.llm == first.llm
+    committed = X.test_trace_path(first, "I2", first.sample_size("I2"))
+    assert committed.is_file(), committed                  # the first generation's names did not move
+    assert X.train_trace_path(first).is_file()
+    for path in (X.test_trace_path, controls.toolretriever_loop_trace_path):
+        assert path(fair, "I2", None).name != path(first, "I2", None).name
+    assert X.warmup_id(fair) == X.warmup_id(first)        # same retriever: only the LLM's part differs
+    assert "--fair" in X.command("test", fair, "I2") and "--fair" not in X.command("test", first, "I2")
+    assert fair_config("standard", llm="qwen-0.5b").llm == "qwen-0.5b"
+    with pytest.raises(ValueError, match="has no parameter"):
+        fair_config("standard", caps=3)

@@ -125,7 +125,8 @@ def test_brevity_changes_the_prompts_but_not_the_committed_trace_names():
     assert X.train_trace_path(cfg).is_file() and X.test_trace_path(cfg, "I2", None).is_file()   # found by name
     brief = replace(cfg, feedback=replace(cfg.feedback, brevity="one-line"))
     assert X.test_trace_path(brief, "I2", None) != X.test_trace_path(cfg, "I2", None)
-    assert B._priced({"k": 10}) == {"k": 10, "brevity": "none"}        # an old bench record: the old wording
+    # an old bench record: measured at the old values of the fields added since
+    assert B._priced({"k": 10}) == {"k": 10, "brevity": "none", "tool_format": "text", "unchanged": "retrieve"}
     with pytest.raises(ValueError, match="brevity"):
         FeedbackConfig(brevity="short")
 

@@ -62,12 +62,14 @@ def test_float16_storage_refuses_what_it_cannot_round(tmp_path):
 
 
 def test_a_model_kept_in_float16_is_used_in_float32_and_encodes_as_before(tmp_path, monkeypatch):
-    """The whole path on a real encoder (MiniLM, from its package): keep with --float16, then the stage's lookup
-    restores float32 weights that a SentenceTransformer loads and that encode within rounding of the original."""
+    """The whole path on a real encoder (MiniLM, from its package): a copy kept in float16 shards (as the mpnet
+    models of earlier commits), then the stage's lookup restores float32 weights that a SentenceTransformer loads
+    and that encode within rounding of the original."""
     import numpy as np
     import torch
     from sentence_transformers import SentenceTransformer
 
+    from toolkit import weights
     from toolkit.feedback import stages
     from toolkit.retrieval.dual_encoder import load_base_encoder
     monkeypatch.setattr(stages, "KEPT_DIR", tmp_path / "kept")
@@ -76,7 +78,8 @@ def test_a_model_kept_in_float16_is_used_in_float32_and_encodes_as_before(tmp_pa
     trained = tmp_path / "trained" / "final"
     model.save(str(trained))
     (trained / "train_stats.json").write_text('{"steps": 1}')
-    dest = stages._keep(trained, "m", float16=True)
+    dest = tmp_path / "kept" / "m" / "final"
+    weights.store_float16(trained, dest)
     assert sum(f.stat().st_size for f in dest.glob("model-*.safetensors")) < 0.55 * (trained / "model.safetensors").stat().st_size
 
     path, stats = stages._kept("m")

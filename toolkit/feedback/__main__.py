@@ -1,9 +1,6 @@
 """The feedback experiment's long stages, each resumable (rerun to continue) and cached:
 
     python -m toolkit.feedback warmup          [--profile standard]              # ToolRetriever
-    python -m toolkit.feedback keep-warmup     [--profile standard]              # ... copied into data/models/
-    python -m toolkit.feedback keep-model      [--profile standard]              # the trained model, likewise
-                                               [--float16]                       # ... rounded, half the size
     python -m toolkit.feedback train-feedback  [--profile standard]              # offline feedback, training
     python -m toolkit.feedback train           [--profile standard] [--condition '4:w/o warm-up']
     python -m toolkit.feedback test            [--profile standard] --group I2 [--condition '7:Ours (dim=512)']
@@ -12,13 +9,14 @@
     python -m toolkit.feedback toolretriever-loop [--profile standard] --group I2  # the LLM's loop, warm-up retriever
     python -m toolkit.feedback all             [--profile standard]              # every trace notebook 30 needs
     python -m toolkit.feedback status          [--profile standard]              # planned / traced per stage
+    python -m toolkit.feedback <stage> --fair  ...                               # issue 48's fair LLM step
 
 A stage runs the stages it depends on first (cached ones return at once). Sizes, models and settings come
 from the notebook's configuration (``toolkit.feedback.config``), so what these commands write is what
 ``30_feedback`` reads: traces in ``data/feedback_traces/`` and LLM answers in ``data/llm_cache/feedback/``
-(both committed), models in ``cache_dir()/models/feedback/`` (not committed; ``keep-warmup`` / ``keep-model``
-commit the warm-up / iteration-aware model a trace in progress is continued with, so a fresh machine need not
-retrain it). See
+(both committed), models in ``cache_dir()/models/feedback/`` (never committed; a model that an earlier commit kept in
+``data/models/feedback/`` is restored from the git history when a stage needs it:
+:func:`toolkit.feedback.stages.restore_from_history`). See
 :mod:`toolkit.feedback.experiment`.
 """
 from __future__ import annotations
@@ -28,7 +26,7 @@ import sys
 
 from toolkit.feedback import experiment as X
 from toolkit.feedback import stages
-from toolkit.feedback.config import PROFILE_NAMES, config_for
+from toolkit.feedback.config import PROFILE_NAMES, config_for, fair_config
 
 
 def parse_condition(cfg, text: str | None):
@@ -115,17 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     import logging
     logging.basicConfig(level=logging.INFO, format="[feedback] %(message)s", stream=sys.stderr)
     p = argparse.ArgumentParser(prog="python -m toolkit.feedback", description=__doc__.split("\n\n")[0])
-    p.add_argument("stage", choices=("warmup", "keep-warmup", "keep-model", "train-feedback", "train", "test", "toolretriever", "toolretriever-loop", "controls", "all", "status"))
+    p.add_argument("stage", choices=("warmup", "train-feedback", "train", "test", "toolretriever", "toolretriever-loop", "controls", "all", "status"))
     p.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     p.add_argument("--group", default=None, help="test / toolretriever: I1 | I2 | I3 | UltraTool")
+    p.add_argument("--fair", action="store_true",
+                   help="issue 48's fair LLM step (toolkit.feedback.config.fair_config: paper wording, caps that hold "
+                        "the answers, unchanged = N/A); its traces have their own names")
     p.add_argument("--condition", default=None, help="a row of Tables 4, 6, 7, e.g. '4:w/o warm-up'")
-    p.add_argument("--float16", action="store_true",
-                   help="keep-warmup / keep-model: commit the weights rounded to float16, in shards under 90 MB "
-                        "(toolkit.weights; an mpnet is 438 MB in float32); every later use is of the rounded weights")
     args = p.parse_args(argv)
-    if args.float16 and args.stage not in ("keep-warmup", "keep-model"):
-        p.error(f"--float16 is for keep-warmup and keep-model, not {args.stage}")
-    cfg = parse_condition(config_for(args.profile), args.condition)
+    cfg = parse_condition(fair_config(args.profile) if args.fair else config_for(args.profile), args.condition)
     groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
     if args.group is not None and args.group not in groups:     # a typo is an error for every stage, status too
         p.error(f"--group {args.group!r} is not a group; groups: {', '.join(groups)} (All is the union of I1-I3)")
@@ -138,10 +134,6 @@ def main(argv: list[str] | None = None) -> int:
         print_status(cfg)
     elif args.stage == "warmup":
         stages.warmup(cfg)
-    elif args.stage == "keep-warmup":
-        stages.keep_warmup(cfg, args.float16)
-    elif args.stage == "keep-model":
-        stages.keep_model(cfg, args.float16)
     elif args.stage == "train-feedback":
         stages.train_feedback(cfg)
     elif args.stage == "train":

@@ -40,7 +40,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
             meta = load_meta(path)
             extra["traces"][path.name] = {"queries": len(got), **{k: v for k, v in meta.items()
                                                                   if k in ("stage", "wall_s", "model", "llm", "llm_slots")}}
-            # a model kept in float16 (stages.keep_warmup/keep_model --float16): its trace says so
+            # a model kept in float16 (toolkit.weights; restored by stages._kept): its trace says so
             if weights := (meta.get("warmup_stats") or meta.get("training_stats") or {}).get("weights"):
                 extra["traces"][path.name]["weights"] = weights
         return got

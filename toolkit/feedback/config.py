@@ -69,9 +69,14 @@ class FeedbackExperiment:
         return (self.test_requests or {}).get(group)
 
 
+# FeedbackConfig's defaults are the fair LLM step of issue 48 (the paper's step-4 wording, tools shown by their
+# fields, an unchanged refinement ends the loop); the committed smoke and standard traces were made before, with these
+FIRST_GENERATION = {"tool_format": "text", "unchanged": "retrieve"}
+
 PROFILES = {
     # the whole pipeline in seconds: an echo LLM (deterministic stand-in), a few training steps, 2-4 queries
     "smoke": FeedbackExperiment(profile="smoke", llm="echo", llm_backend="echo", run_missing=True,
+                                feedback=FeedbackConfig(**FIRST_GENERATION),
                                 training=IterationConfig(batch_size=8, max_seq_length=64),
                                 train_feedback_requests=8, warmup_max_steps=2, ablation_requests=2,
                                 test_requests={"I1": 4, "I2": 4, "I3": 4, "UltraTool": 4},
@@ -91,11 +96,29 @@ PROFILES = {
     "standard": FeedbackExperiment(profile="standard", training=IterationConfig(max_seq_length=128), llm_slots=4,
                                    feedback=FeedbackConfig(tool_chars=400, comprehension_tokens=160,
                                                            assessment_tokens=160, refinement_tokens=96,
-                                                           refine_wording="enrich-add"),
+                                                           refine_wording="enrich-add", **FIRST_GENERATION),
                                    test_requests={"I1": 150, "I2": None, "I3": None, "UltraTool": 150}),
     "paper": FeedbackExperiment(profile="paper", base="bert-base-uncased", llm="gpt-3.5-turbo-0125",
                                 train_feedback_requests=None, training=IterationConfig(batch_size=64)),
 }
+
+
+# Issue 48's fair LLM step (``fair_config``; ``python -m toolkit.feedback <stage> --fair``): the paper's step-4
+# wording ("enrich"; our "enrich-add" stays a named row), an unchanged refinement treated as "N/A", each tool shown as
+# its names once, its description and its parameters as room allows (600 characters), steps 1-2 asked to be brief
+# (FEEDBACK_BREVITY "one-line"), and caps that hold >= 95 % of the answers: scripts/bench_feedback.py on 24 I2 rounds
+# (4 slots, results/bench/feedback_caps.json) -- caps 640/384/24/128: 3 of 24 comprehension answers at the cap
+# (12.5 %), every other step under it (assessment max 297, decision 8, refinement 103 tokens), 45.4 s per round.
+FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension_tokens=1024, assessment_tokens=384,
+                               decision_tokens=24, refinement_tokens=128, refine_wording="enrich",
+                               tool_format="fields", unchanged="na")
+
+
+def fair_config(profile: str = "standard", **overrides) -> FeedbackExperiment:
+    """The profile's configuration with the fair LLM step (:data:`FAIR_FEEDBACK`; smoke keeps its echo LLM), then
+    ``overrides``. Its traces have their own names (the feedback settings are part of every LLM trace's name)."""
+    from dataclasses import replace
+    return overridden("30_feedback", replace(config_for(profile), feedback=FAIR_FEEDBACK), overrides)
 
 
 def config_for(profile: str, **overrides) -> FeedbackExperiment:

@@ -89,7 +89,7 @@ def model_id(cfg) -> str:
 
 # FeedbackConfig fields added after traces were committed, with the value those traces were made with: at that value
 # a field stays out of the trace names, so the committed traces keep theirs
-LATER_FEEDBACK_FIELDS = {"brevity": "none"}
+LATER_FEEDBACK_FIELDS = {"brevity": "none", "tool_format": "text", "unchanged": "retrieve"}
 
 
 def feedback_key(feedback) -> dict:
@@ -412,7 +412,9 @@ def pending_row(table: str, condition_label: str, group: str, command: str, why:
 def command(stage: str, cfg, group: str | None = None, table: str | None = None, label: str | None = None) -> str:
     cond = f" --condition '{table}:{label}'" if table else ""
     grp = f" --group {group}" if group else ""
-    return f"python -m toolkit.feedback {stage} --profile {cfg.profile}{grp}{cond}"
+    from toolkit.feedback.config import FAIR_FEEDBACK
+    fair = " --fair" if cfg.feedback == FAIR_FEEDBACK else ""
+    return f"python -m toolkit.feedback {stage} --profile {cfg.profile}{fair}{grp}{cond}"
 
 
 def load_or_pending(path: Path, needed, pending: list, row: dict, partial: bool = False) -> dict[str, Trace] | None:

@@ -3,7 +3,8 @@
 Round 0 retrieves with "Iteration 0: <instruction>". Round t = 1..T gives the LLM the previous
 instruction and its top-K tools (:func:`toolkit.feedback.round.feedback_round`); a refined
 instruction q^t is retrieved with "Iteration t: <q^t>", while "N/A" ends the loop for that
-instruction. The final list is the last round's retrieval. Retrieval is batched over the
+instruction, and so does a "refinement" identical to q^(t-1) under ``FeedbackConfig.unchanged="na"`` (the
+default; "retrieve" retrieves it again under the next prefix, which :func:`stop_when_unchanged` undoes exactly). The final list is the last round's retrieval. Retrieval is batched over the
 instructions still in the loop; each instruction's round is one chat (its steps share the KV cache
 of the round), and up to ``workers`` instructions' chats run at once (default: the backend's
 ``max_concurrency``, its llama.cpp slots), so their decoding is batched.
@@ -101,7 +102,7 @@ def iterate(queries: Mapping[str, str], search: Search, corpus: Mapping[str, Doc
             tr.seconds.append(fb.seconds if fb.seconds is not None else wall)
             tr.feedback.append(fb)
             tr.answers.append(list(fb.answers) if fb.answers else None)
-            if fb.refined is not None:
+            if fb.refined is not None and not (cfg.unchanged == "na" and fb.refined == tr.instructions[-1]):
                 tr.instructions.append(fb.refined)
                 refined[tr.qid] = iteration_prefix(fb.refined, t, prefix)
         if refined:

@@ -26,6 +26,7 @@ NAMESPACE = "feedback"
 
 
 DECISIONS = ("answers", "model")
+UNCHANGED = ("na", "retrieve")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,12 @@ class FeedbackConfig:
     refine_wording: str = "enrich"     # step 4's request (decision="answers"): "enrich", the paper's two dimensions;
                                        # "enrich-add", the same + "keep the request and add to it, do not return it
                                        # unchanged" (toolkit.llm.prompts.FEEDBACK_REFINE_WORDINGS)
+    tool_format: str = "fields"        # how a shown tool reads (toolkit.llm.prompts.format_tools): "fields", its names
+                                       # once, its description, then its parameters as room allows; "text", the
+                                       # first generation's names + the document text (which repeats the names)
+    unchanged: str = "na"              # a refinement identical to the instruction it refines: "na" ends the loop as
+                                       # "N/A" does (nothing new to retrieve); "retrieve", the first generation's:
+                                       # retrieved again under the next "Iteration t" prefix (toolkit.feedback.loop)
 
     def __post_init__(self) -> None:
         for name in ("k", "tool_chars", "comprehension_tokens", "assessment_tokens", "refinement_tokens",
@@ -61,6 +68,10 @@ class FeedbackConfig:
         if self.brevity not in prompts.FEEDBACK_BREVITY:
             raise ValueError(f"FeedbackConfig.brevity must be one of {tuple(prompts.FEEDBACK_BREVITY)}, "
                              f"got {self.brevity!r}")
+        if self.tool_format not in prompts.TOOL_FORMATS:
+            raise ValueError(f"FeedbackConfig.tool_format must be one of {prompts.TOOL_FORMATS}, got {self.tool_format!r}")
+        if self.unchanged not in UNCHANGED:
+            raise ValueError(f"FeedbackConfig.unchanged must be one of {UNCHANGED}, got {self.unchanged!r}")
         if self.refine_wording not in prompts.FEEDBACK_REFINE_WORDINGS:
             raise ValueError(f"FeedbackConfig.refine_wording must be one of "
                              f"{tuple(prompts.FEEDBACK_REFINE_WORDINGS)}, got {self.refine_wording!r}")
@@ -83,7 +94,7 @@ class RoundFeedback:
 
 def first_turn(instruction: str, docs: Sequence[Any], cfg: FeedbackConfig = FeedbackConfig()) -> str:
     head = prompts.FEEDBACK_COMPREHENSION.format(
-        k=str(len(docs)), instruction=instruction, tools=prompts.format_tools(docs, max_chars=cfg.tool_chars))
+        k=str(len(docs)), instruction=instruction, tools=prompts.format_tools(docs, max_chars=cfg.tool_chars, style=cfg.tool_format))
     return head + prompts.FEEDBACK_BREVITY[cfg.brevity][0]
 
 
@@ -152,7 +163,7 @@ def feedback_round_independent(llm, instruction: str, docs: Sequence[Any], cfg: 
                  "refinement": prompts.FEEDBACK_REFINEMENT, "decision": prompts.FEEDBACK_DECISION,
                  "refine": prompts.FEEDBACK_REFINE_TEMPLATES[cfg.refine_wording]}
     slots = {"k": str(len(docs)), "instruction": instruction,
-             "tools": prompts.format_tools(docs, max_chars=cfg.tool_chars)}
+             "tools": prompts.format_tools(docs, max_chars=cfg.tool_chars, style=cfg.tool_format)}
     calls: list[tuple[list[dict], Sampling]] = []
 
     def call(step: str, **previous) -> str:

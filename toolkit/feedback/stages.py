@@ -2,14 +2,12 @@
 each cached and resumable; ``python -m toolkit.feedback`` runs them in the background, the smoke
 profile's notebook runs them itself (echo LLM, a few training steps).
 
-Models live in ``cache_dir()/models/feedback/`` (not committed); what the notebook needs from them is
-in the committed traces and their ``.meta.json`` (training statistics, LLM seconds). The exception is a
-model that a committed trace is still being continued with (the warm-up during the offline feedback, the
-iteration-aware model during the test traces): ``keep-warmup`` / ``keep-model`` copy it to
-``data/models/feedback/``, so a fresh machine resumes with those very weights instead of retraining them
-(``train_stats.json`` beside them says for how long) into weights that need not be bit-identical
-(:func:`check_same_retriever`). ``--float16`` keeps them rounded to float16 in shards (:mod:`toolkit.weights`: an
-mpnet is 438 MB in float32, more than one submission may add); from then on every use is of the rounded weights."""
+Models live in ``cache_dir()/models/feedback/`` and are never committed; what the notebook needs from them
+is in the committed traces and their ``.meta.json`` (training statistics, LLM seconds). Earlier commits kept
+the models that committed traces were continued with in ``data/models/feedback/`` (some rounded to float16
+shards, :mod:`toolkit.weights`); they leave the tree (issue 48), and :func:`restore_from_history` gives a stage
+those very weights back from the git history, so a fresh machine continues a trace without retraining into
+weights that need not be bit-identical (:func:`check_same_retriever` guards both cases)."""
 from __future__ import annotations
 
 import time
@@ -31,7 +29,7 @@ def models_dir() -> Path:
     return cache_dir() / "models" / "feedback"
 
 
-KEPT_DIR = X.TRACE_DIR.parent / "models" / "feedback"     # committed models (keep_warmup, keep_model)
+KEPT_DIR = X.TRACE_DIR.parent / "models" / "feedback"     # models earlier commits kept (leaving the tree)
 
 
 def llm_client(cfg):
@@ -74,12 +72,13 @@ def warmup(cfg) -> tuple[Path, dict]:
 
 
 def _kept(name: str) -> tuple[Path, dict] | None:
-    """The committed copy ``KEPT_DIR/<name>`` (model path, training stats) if it is complete, else None. A copy
-    kept in float16 (:func:`toolkit.weights.store_float16`) is restored to float32 in the cache first, once; its
-    stats then say ``"weights": "float16-rounded"``."""
+    """The kept copy of model ``name`` (model path, training stats) if it is complete, else None: in the tree
+    (``KEPT_DIR/<name>``), else restored from the git history once it has left the tree
+    (:func:`restore_from_history`). A copy kept in float16 (:func:`toolkit.weights.store_float16`) is restored to
+    float32 in the cache first, once; its stats then say ``"weights": "float16-rounded"``."""
     from toolkit import weights
     from toolkit.training import trained
-    if not (kept := trained(KEPT_DIR / name)):
+    if not (kept := trained(KEPT_DIR / name) or trained(history_dir() / name) or restore_from_history(name)):
         return None
     path, stats = kept
     if weights.is_stored_float16(path):
@@ -87,40 +86,50 @@ def _kept(name: str) -> tuple[Path, dict] | None:
     return kept
 
 
-def _keep(path: Path, name: str, float16: bool = False) -> Path:
-    """Copy the trained model at ``path`` to ``KEPT_DIR/<name>/final`` (through a temporary copy, so a killed copy
-    is never taken for a kept model); ``float16``: its weights rounded to float16, half the size
-    (:mod:`toolkit.weights`: an mpnet is 438 MB in float32). Every later use, in this session too, is of the kept
-    (rounded) weights, since :func:`_kept` is looked up before the cache."""
+def history_dir() -> Path:
+    """Where :func:`restore_from_history` puts the kept models that have left the tree."""
+    return models_dir().parent / "feedback-from-history"
+
+
+def _git(*args: str, **kw):
+    import subprocess
+    from toolkit.paths import REPO
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=False, **kw)
+
+
+def restore_from_history(name: str) -> tuple[Path, dict] | None:
+    """Model weights leave the tree (issue 48: no weights in a clone's working tree), not the history: the
+    parent of the commit that deleted ``data/models/feedback/<name>`` still holds them, bit for bit. Extract
+    that copy (``git archive``) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None when the
+    history never held it or is not here (a shallow clone: ``git fetch --unshallow``, or let the stage retrain
+    it, which :func:`check_same_retriever` guards)."""
+    import io
     import shutil
+    import tarfile
 
-    from toolkit import weights
-    dest = KEPT_DIR / name / "final"
-    if path.resolve() != dest.resolve():
-        tmp = dest.with_name("final.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        if float16:
-            m = weights.store_float16(path, tmp)
-            _log(f"{name}: {m['tensors']} tensors rounded to float16 in {m['shards']} shards (largest rounding "
-                 f"error {m['max_abs_rounding_error']:.1e} absolute, {m['max_rel_rounding_error']:.1e} relative)")
-        else:
-            shutil.copytree(path, tmp)
-        # a complete copy would have been found before training: what is here lacks train_stats.json
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.replace(dest)
-    _log(f"kept {name} -> {dest} ({sum(f.stat().st_size for f in dest.rglob('*') if f.is_file()) / 1e6:.0f} MB)")
-    return dest
-
-
-def keep_warmup(cfg, float16: bool = False) -> Path:
-    """Copy the warm-up model (trained first if needed) into the repository's ``data/models/feedback/``, where
-    :func:`warmup` finds it before the cache; commit it with the trace it continues."""
-    return _keep(warmup(cfg)[0], X.warmup_id(cfg), float16)
-
-
-def keep_model(cfg, float16: bool = False) -> Path:
-    """The same for the iteration-aware model (:func:`train`), which the test traces are continued with."""
-    return _keep(train(cfg)[0], X.model_id(cfg), float16)
+    from toolkit import paths
+    from toolkit.training import trained
+    if not KEPT_DIR.is_relative_to(paths.REPO):          # kept outside the repository: no history holds it
+        return None
+    rel = f"{KEPT_DIR.relative_to(paths.REPO).as_posix()}/{name}"
+    log = _git("log", "--diff-filter=D", "-1", "--format=%H", "--", rel, text=True)
+    commit = log.stdout.strip() if log.returncode == 0 else ""
+    if not commit:
+        return None
+    tar = _git("archive", "--format=tar", f"{commit}^", rel)
+    if tar.returncode != 0:
+        raise RuntimeError(f"git archive {commit}^ {rel} failed ({tar.stderr.decode(errors='replace').strip()}): "
+                           f"the history names the model but cannot give it back")
+    tmp = history_dir() / f"{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as t:
+        t.extractall(tmp, filter="data")
+    dest = history_dir() / name
+    shutil.rmtree(dest, ignore_errors=True)
+    (tmp / rel).replace(dest)
+    shutil.rmtree(tmp, ignore_errors=True)
+    _log(f"{name}: restored from the git history ({commit[:10]}^, the commit before it left the tree) -> {dest}")
+    return trained(dest)
 
 
 def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,
@@ -158,7 +167,7 @@ def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, met
 def check_same_retriever(done: dict, search, out: Path, meta: dict, prefix: bool = True, n: int = 20, k: int = 10,
                          tol: float = 1e-4) -> None:
     """A trace is continued only by the retriever that made it. A fresh machine retrains a model that is not
-    kept (:func:`keep_warmup`), and retrained weights can differ (another library or CPU, an inexact resume):
+    kept (:func:`restore_from_history`), and retrained weights can differ (another library or CPU, an inexact resume):
     two retrievers would be mixed in one trace. Round 0 of the first ``n`` finished instructions is searched
     again: each of their recorded top-``k`` tools must come back with its score within ``tol`` (the traces keep
     6 decimals). The query is the one the loop searched: under the "Iteration 0" prefix when ``prefix``."""
@@ -179,8 +188,8 @@ def check_same_retriever(done: dict, search, out: Path, meta: dict, prefix: bool
         f"{out}: {who} does not reproduce the instructions already traced: round 0 of "
         f"{len({x[0] for x in bad})} of {len(check)} checked instructions differs (e.g. {q}: {d} scored {then} "
         f"in the trace, {'not in the top ' + str(len(now.get(q, {}))) if got is None else round(got, 6)} now). "
-        f"The model was retrained and is not the one that made the trace. Restore that model (into {KEPT_DIR} or "
-        f"{models_dir()}), or move {out.name} (and its .meta.json) aside to trace every instruction with this one.")
+        f"The model was retrained and is not the one that made the trace. Restore that model (it is restored from the git history when an earlier commit "
+        f"kept it in {KEPT_DIR}; else into {models_dir()}), or move {out.name} (and its .meta.json) aside to trace every instruction with this one.")
 
 
 def check_warmup_made_toolretriever(cfg, model_path: Path | str, n: int = 20, k: int = 10) -> None:

@@ -340,19 +340,64 @@ def tool_document(doc: Any) -> str:
     return json.dumps(doc, ensure_ascii=False) if isinstance(doc, Mapping) else str(doc)
 
 
-def format_tools(docs: Iterable[Any], max_chars: int = 600) -> str:
-    """Ranked tool list for the feedback prompts: ``1. [category] tool / api: description``.
-    Each entry is cut to ``max_chars`` characters so that K=10 tools fit a small context."""
+TOOL_FORMATS = ("text", "fields")
+
+
+def _param(p: Any) -> str:
+    """``name (type): description`` of one ToolBench-style parameter (a dict), or its string."""
+    if not isinstance(p, Mapping):
+        return " ".join(str(p).split())
+    kind = f" ({p['type']})" if p.get("type") else ""
+    desc = " ".join(str(p.get("description") or "").split())
+    return f"{p.get('name', '?')}{kind}" + (f": {desc}" if desc else "")
+
+
+def _tool_fields(d: Any, max_chars: int) -> str:
+    """One tool as ``[category] tool / api: description`` and then, as room allows, ``required: p1 (type): ...;
+    optional: ...`` one parameter at a time (a parameter that does not fit is left out whole, with " ..." for the
+    rest). The names are said once: the document text of a ToolBench API repeats them ("Advertising, abstract ip
+    geolocation, geolocation from an ip address, ..."). A document without a ``description`` in its meta gives its
+    text after the names."""
+    cat, tool, api = _field(d, "category"), _field(d, "tool"), _field(d, "api")
+    name = tool if (not api or api == tool) else (f"{tool} / {api}" if tool else api)
+    head = (f"[{cat}] " if cat else "") + (name or "")
+    meta = _field(d, "meta", None) or {}
+    desc = meta.get("description") if isinstance(meta, Mapping) else None
+    desc = " ".join(str(desc if desc is not None else _field(d, "text")).split())
+    body = f"{head}: {desc}" if head else desc
+    if len(body) > max_chars:
+        return body[: max_chars - 3] + "..."
+    for label, key in (("required", "required_parameters"), ("optional", "optional_parameters")):
+        params = meta.get(key) if isinstance(meta, Mapping) else None
+        for i, prm in enumerate(params or []):
+            piece = (f" | {label}: " if i == 0 else "; ") + _param(prm)
+            if len(body) + len(piece) + 4 > max_chars:
+                return body + " ..."
+            body += piece
+        if params:
+            body += "."
+    return body
+
+
+def format_tools(docs: Iterable[Any], max_chars: int = 600, style: str = "text") -> str:
+    """Ranked tool list for the feedback prompts, one numbered entry per tool of at most ``max_chars`` characters
+    (K=10 tools must fit a small context). ``style="text"`` (the first generation's): ``[category] tool / api: <the
+    document text>``, cut at ``max_chars``; ``"fields"``: the names once, the description, then the parameters as
+    room allows (:func:`_tool_fields`)."""
+    if style not in TOOL_FORMATS:
+        raise ValueError(f"format_tools style must be one of {TOOL_FORMATS}, got {style!r}")
     lines = []
     for i, d in enumerate(docs, 1):
         if isinstance(d, str):
-            body = d
+            body = " ".join(d.split())
+        elif style == "fields":
+            body = _tool_fields(d, max_chars)
         else:
             cat, tool, api = _field(d, "category"), _field(d, "tool"), _field(d, "api")
             name = tool if (not api or api == tool) else (f"{tool} / {api}" if tool else api)
             head = (f"[{cat}] " if cat else "") + (name or "")
             body = f"{head}: {_field(d, 'text')}" if head else str(_field(d, "text"))
-        body = " ".join(body.split())
+            body = " ".join(body.split())
         if len(body) > max_chars:
             body = body[: max_chars - 3] + "..."
         lines.append(f"{i}. {body}")

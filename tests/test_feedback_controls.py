@@ -174,3 +174,29 @@ def test_toolretriever_loop_runs_the_llm_loop_on_the_warmup_retriever_without_pr
     from dataclasses import replace
     other = replace(cfg, feedback=replace(cfg.feedback, comprehension_tokens=cfg.feedback.comprehension_tokens + 1))
     assert C.toolretriever_loop_trace_path(other, "I2", 2) != C.toolretriever_loop_trace_path(cfg, "I2", 2)
+
+
+def test_the_loop_alone_on_toolretriever_is_read_on_the_instructions_traced_so_far():
+    q = [f"q{i}" for i in range(20)]
+    rows = {"ToolRetriever": {x: 0.5 for x in q}, C.OURS_T0: {x: 0.4 for x in q}, "Ours": {x: 0.3 for x in q},
+            C.TOOLRETRIEVER_LOOP: {x: 0.6 for x in q[:8]}}               # a trace in progress: 8 of 20
+    d = C.decomposition({"I2": {m: {"ndcg@5": v} for m, v in rows.items()}})
+    alone = d[(d.part == "loop on ToolRetriever") & (d.metric == "ndcg@5")].iloc[0]
+    assert alone.n == 8 and alone["diff"] == pytest.approx(0.1)
+    assert "the loop alone on ToolRetriever +0.100" in C.decomposition_text(d.to_dict("records")) and "(n = 8)" in \
+        C.decomposition_text(d.to_dict("records"))
+
+
+def test_cap_rates_keep_the_fair_llm_steps_answers_apart_from_the_first_generations(tmp_path):
+    from toolkit.feedback import budget as B
+    from toolkit.feedback.config import FAIR_FEEDBACK
+    from toolkit.feedback.round import first_turn
+    from toolkit.llm.cache import ResponseCache
+    cache = ResponseCache(tmp_path, "feedback", "m")
+    doc = CORPUS["d0"]
+    for i, (fb, fin) in enumerate([(FAIR_FEEDBACK, "stop"), (FAIR_FEEDBACK, "stop"), (FeedbackConfig(brevity="none"), "length")]):
+        prompt = [{"role": "user", "content": first_turn(f"do x{i}", [doc], fb)}]
+        cache.put("chat", prompt, {"max_tokens": fb.comprehension_tokens, "temperature": 0.0}, 0, "c", fin=fin)
+    got = B.cap_rates(cache)
+    assert list(got.setting) == ["fair", "first generation"]
+    assert list(got.answers) == [2, 1] and list(got["share at the cap"]) == [0.0, 1.0]

@@ -154,21 +154,35 @@ def answer_step(prompt) -> str:
     return "other"
 
 
+def answer_setting(prompt) -> str:
+    """Which LLM step asked: "fair" (issue 48's :data:`toolkit.feedback.config.FAIR_FEEDBACK`, whose first turn ends
+    with the request to be brief) or "first generation" (every trace committed before it)."""
+    from toolkit.feedback.config import FAIR_FEEDBACK
+    from toolkit.llm import prompts
+    first = next((m.get("content", "") for m in prompt or [] if isinstance(m, dict) and m.get("role") == "user"), "")
+    brief = prompts.FEEDBACK_BREVITY[FAIR_FEEDBACK.brevity][0]
+    return "fair" if brief and str(first).endswith(brief) else "first generation"
+
+
 def cap_rates(cache) -> "pd.DataFrame":
-    """Per step of the loop and token cap: the cached answers and the share that ended at the cap (finish reason
-    "length"), from the committed cache (``cache``: a :class:`toolkit.llm.cache.ResponseCache`). An answer cut at its
-    cap is a defect: the decision and the refinement then rest on reasoning that stopped mid-way."""
+    """Per LLM setting (:func:`answer_setting`), step of the loop and token cap: the cached answers and the share that
+    ended at the cap (finish reason "length"), from the committed cache (``cache``: a
+    :class:`toolkit.llm.cache.ResponseCache`). An answer cut at its cap is a defect: the decision and the refinement
+    then rest on reasoning that stopped mid-way."""
     import pandas as pd
     rows: dict[tuple, dict] = {}
     for a in cache.answers():
-        step = answer_step(a.get("prompt"))
+        prompt = a.get("prompt")
+        setting, step = answer_setting(prompt if isinstance(prompt, list) else None), answer_step(prompt)
         cap = (a.get("sampling") or {}).get("max_tokens")
-        r = rows.setdefault((step, cap), {"step": step, "cap (tokens)": cap, "answers": 0, "at the cap": 0})
+        r = rows.setdefault((setting, step, cap), {"setting": setting, "step": step, "cap (tokens)": cap,
+                                                   "answers": 0, "at the cap": 0})
         r["answers"] += 1
         r["at the cap"] += a.get("fin") == "length"
     order = {s: i for i, s in enumerate(("comprehension", "assessment", "decision", "refinement", "other"))}
-    out = pd.DataFrame(sorted(rows.values(), key=lambda r: (order[r["step"]], r["cap (tokens)"] or 0)),
-                       columns=["step", "cap (tokens)", "answers", "at the cap"])
+    out = pd.DataFrame(sorted(rows.values(), key=lambda r: (r["setting"] != "fair", order[r["step"]],
+                                                            r["cap (tokens)"] or 0)),
+                       columns=["setting", "step", "cap (tokens)", "answers", "at the cap"])
     out["share at the cap"] = out["at the cap"] / out["answers"].where(out["answers"] > 0)
     return out
 

@@ -95,6 +95,10 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 add(table, label, "% improve", {m: o[m] / t[m] - 1 if t[m] else float("nan") for m in metrics},
                     len(sample), planned=planned[label])
     # the controls (toolkit.feedback.controls) beside Ours on each LLM sample, and the gap's decomposition
+    from dataclasses import replace
+
+    from toolkit.feedback.config import FAIR_FEEDBACK
+    fair = replace(cfg, feedback=FAIR_FEEDBACK)        # issue 48's fair LLM step (toolkit.feedback.config.fair_config)
     for label in (*GROUPS, *OUT_OF_DOMAIN):
         if label not in ours:
             continue
@@ -105,20 +109,26 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         add(table, label, C.OURS_T0, o0, len(sample), ours_only=True, per_query=pq0, planned=planned[label])
         control_pq[label][C.OURS_T0] = pq0
         n = cfg.sample_size(label)
-        controls = [(C.SAME_STEPS, C.same_steps_trace_path(cfg, label, n), lambda label=label: C.same_steps_test(cfg, label)),
+        controls = [(C.SAME_STEPS, C.same_steps_trace_path(cfg, label, n), lambda label=label: C.same_steps_test(cfg, label),
+                     C.command(cfg, label), False),
                     *((C.ORACLE if r == "ours" else C.ORACLE_TOOLRETRIEVER, C.oracle_trace_path(cfg, label, n, r),
-                       lambda label=label, r=r: C.oracle_test(cfg, label, r)) for r in C.RETRIEVERS)]
+                       lambda label=label, r=r: C.oracle_test(cfg, label, r), C.command(cfg, label), False)
+                      for r in C.RETRIEVERS),
+                    # the LLM's loop on the warm-up retriever, with the fair LLM step (its own answers; in progress:
+                    # the instructions traced so far, with their n)
+                    (C.TOOLRETRIEVER_LOOP, C.toolretriever_loop_trace_path(fair, label, n),
+                     lambda label=label: C.toolretriever_loop_test(fair, label), command("toolretriever-loop", fair, label),
+                     True)]
         needed = plan[f"test {label}"].qids
-        for method, path, produce in controls:
-            got = get(path, needed, pending_row(table, method, label, C.command(cfg, label)), produce)
+        for method, path, produce, how, partial in controls:
+            got = get(path, needed, pending_row(table, method, label, how), produce, partial=partial)
             if got:
-                got = {q: got[q] for q in sample}          # the rows of Ours' traced instructions (in progress: fewer)
+                # the rows of Ours' traced instructions (Ours or the control in progress: fewer)
+                got = {q: got[q] for q in sample if q in got}
                 v, pq = measured(got, qrels, metrics=metrics)
                 add(table, label, method, v, len(got), ours_only=True, per_query=pq, planned=planned[label])
                 control_pq[label][method] = pq
     extra["decomposition"] = C.decomposition(control_pq).to_dict("records")
-    # not a trace this code can write yet: the LLM's loop on the warm-up retriever (issue 48's first control row)
-    extra["not_run"] = [{"row": C.TOOLRETRIEVER_LOOP, "why": C.TOOLRETRIEVER_LOOP_WHY}] if control_pq else []
     # Table 5: rounds 1-3 of the main run on I2, with the LLM seconds per instruction
     # (our rows beside the paper's: T=0, the iteration-aware retriever before any feedback, and the loop ended by an
     # unchanged refinement as by "N/A", re-derived exactly from the same traces)

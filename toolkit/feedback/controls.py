@@ -11,8 +11,9 @@ for free, so that a gap between Ours and ToolRetriever can be attributed.
   same loop (T rounds, the same search) with Ours' retriever (under the "Iteration t" prefix) and with ToolRetriever
   (no prefix). It bounds what good feedback gives each retriever: if it does not help, the pipeline has a defect.
 - **ToolRetriever + loop** (the LLM's loop on the warm-up retriever: no prefix, no feedback training;
-  :func:`toolretriever_loop_test`, ``python -m toolkit.feedback toolretriever-loop --group I2``) needs LLM
-  generation with caps that do not cut the reasoning; :func:`toolkit.feedback.collect.collect` lists it as not run.
+  :func:`toolretriever_loop_test`, ``python -m toolkit.feedback toolretriever-loop --fair --group I2``) runs with the
+  fair LLM step (:data:`toolkit.feedback.config.FAIR_FEEDBACK`: caps that do not cut the reasoning), so its answers
+  are new ones; :func:`toolkit.feedback.collect.collect` reads its trace as it grows (rows with their n).
 
 The decomposition of the gap on one set's LLM sample (:func:`decomposition`, each part a paired difference with its
 randomization p, :func:`toolkit.significance.compared`):
@@ -21,6 +22,7 @@ randomization p, :func:`toolkit.significance.compared`):
                                = [SameSteps - ToolRetriever]     ... of which more fine-tuning alone
                                + [Ours(T=0) - SameSteps]         ... and training on the feedback text
                           +  [Ours - Ours(T=0)]                 loop part
+    ToolRetriever + loop - ToolRetriever                       the loop alone, on the warm-up retriever
 
 Models go to ``cache_dir()/models/feedback/`` (never committed); the traces to ``data/feedback_traces/`` (committed).
 ``python -m toolkit.feedback controls`` writes every control trace; no LLM is loaded.
@@ -42,11 +44,6 @@ ORACLE = "Oracle feedback"
 ORACLE_TOOLRETRIEVER = "Oracle feedback (ToolRetriever)"
 OURS_T0 = "Ours (T=0)"
 TOOLRETRIEVER_LOOP = "ToolRetriever + loop"
-TOOLRETRIEVER_LOOP_WHY = ("the LLM's loop on the warm-up retriever (no prefix, no feedback training) needs new LLM "
-                          "generation: its rounds see other tool lists than Ours', so the committed answers do not "
-                          "serve it, and new answers must use caps that do not cut the reasoning (issue 48, item 2; "
-                          "python -m toolkit.feedback toolretriever-loop --group I2: <= 8.6 h for I2's 230 at the "
-                          "45 s per round measured with 4 slots)")
 RETRIEVERS = ("ours", "toolretriever")          # whose retriever the oracle loop runs with
 HINT_CHARS = 200                                # an oracle hint's description sentence is cut to this many characters
 
@@ -225,6 +222,7 @@ PARTS = (  # (column, a, b): the paired difference a - b
     ("= more fine-tuning", SAME_STEPS, "ToolRetriever"),
     ("+ training on feedback", OURS_T0, SAME_STEPS),
     ("loop part", "Ours", OURS_T0),
+    ("loop on ToolRetriever", TOOLRETRIEVER_LOOP, "ToolRetriever"),
     ("oracle's gain, Ours' retriever", ORACLE, OURS_T0),
     ("oracle's gain, ToolRetriever", ORACLE_TOOLRETRIEVER, "ToolRetriever"),
     ("oracle over ToolRetriever", ORACLE, "ToolRetriever"),
@@ -300,6 +298,9 @@ def decomposition_text(records, metric: str = "ndcg@5") -> str:
                       f"{cell(p['+ training on feedback'])})")
         if "loop part" in p:
             s += f" + loop part {cell(p['loop part'])}"
+        if "loop on ToolRetriever" in p:
+            s += (f"; the loop alone on ToolRetriever {cell(p['loop on ToolRetriever'])} "
+                  f"(n = {int(p['loop on ToolRetriever']['n'])})")
         components = {k: p[k] for k in ("= more fine-tuning", "+ training on feedback", "loop part") if k in p}
         if components:
             name, big = max(components.items(), key=lambda kv: abs(kv[1]["diff"]))

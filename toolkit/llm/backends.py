@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.llm import models as _models
-from toolkit.llm.base import Answer, LLMError, Request, ServerUnavailable, truncate_at_stop
+from toolkit.llm.base import (Answer, LLMError, Request, ServerUnavailable, lines_grammar, truncate_at_lines,
+                               truncate_at_stop)
 
 # Local defaults, measured on 2 shared CPU cores with Qwen2.5-Coder-1.5B (toolkit/llm/README.md):
 # reusing the KV cache of the shared prompt prefix is the big win (3.6-4.7x over naive); decoding
@@ -205,9 +206,11 @@ class LocalGGUFBackend(Backend):
         s = req.sampling
         body: dict[str, Any] = {
             "max_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p,
-            "top_k": s.top_k, "min_p": s.min_p, "repeat_penalty": 1.0,
+            "top_k": s.top_k, "min_p": s.min_p, "repeat_penalty": float(s.repeat_penalty),
             "cache_prompt": self.prompt_cache, "stream": False,
         }
+        if s.max_lines:
+            body["grammar"] = lines_grammar(s.max_lines)     # decoding ends at the max_lines-th line
         _add_request_fields(body, req)
         return body
 
@@ -226,9 +229,16 @@ class LocalGGUFBackend(Backend):
             raise LLMError(f"local model {self.model_id}: {msg}")
         ch = res["choices"][0]
         text = (ch["message"].get("content") or "") if req.kind == "chat" else ch.get("text", "")
+        fin = ch.get("finish_reason")
+        if req.sampling.max_lines:
+            # the grammar already ends the answer there; the same cut as the other backends' guards against a
+            # server that ignored it
+            cut_text, cut = truncate_at_lines(text, req.sampling.max_lines)
+            if cut:
+                text, fin = cut_text, "stop"
         usage = res.get("usage", {}) or {}
         timings = res.get("timings", {}) or {}
-        return Answer(text=text, finish_reason=ch.get("finish_reason"),
+        return Answer(text=text, finish_reason=fin,
                       completion_tokens=usage.get("completion_tokens"), prompt_tokens=usage.get("prompt_tokens"),
                       cached_tokens=timings.get("cache_n"), seconds=dt,
                       extra={"prompt_n": timings.get("prompt_n"), "prompt_ms": timings.get("prompt_ms"),
@@ -314,6 +324,8 @@ class OpenAIBackend(Backend):
             body["top_k"] = s.top_k
         if s.min_p:
             body["min_p"] = s.min_p
+        if s.repeat_penalty != 1.0:                    # not OpenAI's own API; vLLM's and llama-server's names
+            body["repetition_penalty"] = body["repeat_penalty"] = float(s.repeat_penalty)
         _add_request_fields(body, req)
         body.update(self.extra_body)
         return body
@@ -355,7 +367,11 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError, AttributeError):
             raise LLMError(f"LLM server {self.base_url}: unexpected response {str(res)[:300]}") from None
         usage = res.get("usage") or {}
-        return Answer(text=text, finish_reason=ch.get("finish_reason"), completion_tokens=usage.get("completion_tokens"),
+        fin = ch.get("finish_reason")
+        text, cut = truncate_at_lines(text, req.sampling.max_lines)     # no grammar here: cut after decoding
+        if cut:
+            fin = "stop"
+        return Answer(text=text, finish_reason=fin, completion_tokens=usage.get("completion_tokens"),
                       prompt_tokens=usage.get("prompt_tokens"), seconds=dt)
 
     def describe(self) -> dict:
@@ -414,6 +430,8 @@ class TransformersBackend(Backend):
             text = self._text(req, tok)
             enc = tok(text, return_tensors="pt", add_special_tokens=req.kind != "chat").to(self.device)
             kw: dict[str, Any] = {"max_new_tokens": s.max_tokens, "do_sample": not s.greedy}
+            if s.repeat_penalty != 1.0:
+                kw["repetition_penalty"] = float(s.repeat_penalty)
             if not s.greedy:
                 kw.update(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p or None)
                 seed = s.seed_for(req.index)
@@ -429,6 +447,8 @@ class TransformersBackend(Backend):
             new = out[0, enc["input_ids"].shape[1]:]
             answer = tok.decode(new, skip_special_tokens=True)
             answer, stopped = truncate_at_stop(answer, s.stop)
+            answer, cut = truncate_at_lines(answer, s.max_lines)
+            stopped = stopped or cut
             hit_eos = tok.eos_token_id is not None and len(new) and int(new[-1]) == tok.eos_token_id
             fin = "stop" if (stopped or hit_eos or len(new) < s.max_tokens) else "length"
             return Answer(text=answer, finish_reason=fin, completion_tokens=int(len(new)),
@@ -462,6 +482,7 @@ class EchoBackend(Backend):
         h = hashlib.sha256(json.dumps([req.kind, req.prompt, req.sampling.key(), req.index],
                                       sort_keys=True).encode()).hexdigest()[:12]
         text = self.answer_fn(req) if self.answer_fn else f"echo {h}"
+        text = truncate_at_lines(text, req.sampling.max_lines)[0]      # a no-op while max_lines is 0 (off)
         with self._lock:
             self.calls += 1
             if self.log:

@@ -28,6 +28,14 @@ class Sampling:
     ``seed + i`` so that n samples are distinct and each is reproducible on its own.
     ``top_k=0`` and ``min_p=0`` mean "off"; they are sent explicitly to the local backend because
     llama.cpp's own defaults (top_k=40, min_p=0.05) would otherwise apply silently.
+
+    ``max_lines`` (0 = off) ends the answer once it holds that many non-empty lines (:func:`truncate_at_lines`
+    says what a line is): a stop rule that no stop string can express, since a string stop cannot count lines.
+    The local backend stops decoding there (a llama.cpp grammar, :func:`lines_grammar`, whose completion forces
+    the end-of-turn token), the others cut the text after decoding, exactly as they treat ``stop`` strings.
+    ``repeat_penalty`` is llama.cpp's (and transformers' ``repetition_penalty``); 1.0 is off, the value the local
+    backend always sent. Both were added after the first caches: at their defaults they stay out of
+    :meth:`key` (:data:`LATER_SAMPLING_DEFAULTS`), so every committed answer keeps its key.
     """
 
     temperature: float = 0.0
@@ -37,6 +45,8 @@ class Sampling:
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
     seed: int | None = 0
+    max_lines: int = 0
+    repeat_penalty: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -53,6 +63,10 @@ class Sampling:
             raise ValueError(f"min_p must be in [0, 1), got {self.min_p}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.max_lines < 0:
+            raise ValueError(f"max_lines must be >= 0 (0 = off), got {self.max_lines}")
+        if not self.repeat_penalty > 0:
+            raise ValueError(f"repeat_penalty must be > 0 (1.0 = off), got {self.repeat_penalty}")
 
     @property
     def greedy(self) -> bool:
@@ -62,8 +76,11 @@ class Sampling:
         d = asdict(self)
         d["stop"] = list(self.stop)
         # float formatting must not make 0.7 and 0.70000001 different keys
-        for k in ("temperature", "top_p", "min_p"):
+        for k in ("temperature", "top_p", "min_p", "repeat_penalty"):
             d[k] = round(float(d[k]), 6)
+        for k, old in LATER_SAMPLING_DEFAULTS.items():
+            if d[k] == old:
+                del d[k]
         return d
 
     def seed_for(self, index: int) -> int | None:
@@ -72,6 +89,10 @@ class Sampling:
     def with_(self, **kw: Any) -> "Sampling":
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
+
+# Sampling fields added after answers were cached, with the value those answers were made with: at that value a
+# field is left out of the cache key, so the committed caches keep their keys
+LATER_SAMPLING_DEFAULTS = {"max_lines": 0, "repeat_penalty": 1.0}
 
 GREEDY = Sampling()
 
@@ -118,3 +139,33 @@ def truncate_at_stop(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
     """Cut ``text`` at the first stop string (backends that cannot stop on strings)."""
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
     return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def truncate_at_lines(text: str, max_lines: int) -> tuple[str, bool]:
+    """Cut ``text`` after its ``max_lines``-th non-empty line (a line: the characters between two newlines;
+    empty lines are not counted, a line of spaces is). Returns (text, cut); ``max_lines=0`` is off. The
+    kept text ends with that line, without the newline that followed it."""
+    if max_lines <= 0:
+        return text, False
+    seen, pos = 0, 0
+    while True:
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if line:
+            seen += 1
+            if seen == max_lines:
+                stop = len(text) if end < 0 else end
+                return text[:stop], bool(text[stop:].strip("\n"))
+        if end < 0:
+            return text, False
+        pos = end + 1
+
+
+def lines_grammar(max_lines: int) -> str:
+    """A llama.cpp GBNF grammar that admits at most ``max_lines`` non-empty lines (empty lines between them
+    allowed, one final newline): once the last line's newline is written the grammar is complete and only the
+    end-of-turn token can follow, so decoding stops where :func:`truncate_at_lines` would cut."""
+    if max_lines < 1:
+        raise ValueError(f"max_lines must be >= 1, got {max_lines}")
+    more = f' ("\\n"+ line){{0,{max_lines - 1}}}' if max_lines > 1 else ""
+    return f'root ::= "\\n"* line{more} "\\n"?\nline ::= [^\\n]+\n'

@@ -4,6 +4,8 @@
     python -m toolkit.querygen sft      [--profile standard]
     python -m toolkit.querygen align    [--profile standard]
     python -m toolkit.querygen ablate   [--tables 3,4,5]     # one alignment iteration per ablation row
+    python -m toolkit.querygen size     [--fair]             # CPU hours from the committed caches' rates; no model
+    (every command takes --fair: issue 49's fair test, toolkit.querygen.config.fair_config)
 
 Sizes, temperatures, models and training settings come from the notebook's own configuration
 (:func:`toolkit.querygen.config.config_for`), so what these commands write is what
@@ -26,7 +28,7 @@ import time
 
 from toolkit.config import int_at_least
 from toolkit.querygen import generation as gen
-from toolkit.querygen.config import config_for
+from toolkit.querygen.config import config_for, fair_config
 from toolkit.querygen.data import make_split
 from toolkit.querygen.experiment import SFT_NAMESPACE
 from toolkit.querygen.runs import (SFT_LOG_KEYS, _client, _log, calibrate_and_generate, earlier_trainings,  # noqa: F401
@@ -54,7 +56,7 @@ def cmd_sft(args, cfg) -> int:
     gguf_file = root / f"querygen-sft-{cfg.sft_tag()}.gguf"
     if not gguf_file.is_file():
         base = sft.base_model_dir(cfg.generator_base)
-        examples = sft.sft_examples(train, split.corpus)
+        examples = sft.sft_examples(train, split.corpus, target_words=cfg.sft_target_words)
         _log(f"SFT of {cfg.generator_base} on {len(examples)} training requests -> {out_dir}")
         log = sft.train(base, examples, out_dir, cfg.sft)
         _log(f"trained: {log['seconds']:.0f}s, {log['tokens_per_s']} tokens/s, final loss {log['final_loss']}")
@@ -115,17 +117,30 @@ def cmd_ablate(args, cfg) -> int:
     return 0
 
 
+def cmd_size(args, cfg) -> int:
+    """Print the CPU hours ``cfg`` needs, stage by stage (:mod:`toolkit.querygen.sizing`); runs no model."""
+    from toolkit.querygen.sizing import format_sizing, sizing
+    print(f"sizing of {'fair' if args.fair else args.profile} ({args.profile} profile): SFT tag {cfg.sft_tag()}, "
+          f"align tag {cfg.align.tag()}")
+    print(format_sizing(sizing(cfg), budget_hours=args.budget))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolkit.querygen", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in (("zeroshot", "zero-shot answers: dev temperature grid, calibration, test samples"),
                         ("sft", "fine-tune the generator, export it to GGUF, then as zeroshot"),
                         ("align", "alignment by rejection sampling (Algorithm 1), then test answers per iteration"),
-                        ("ablate", "Tables 3-5: one alignment iteration per configuration row")):
+                        ("ablate", "Tables 3-5: one alignment iteration per configuration row"),
+                        ("size", "CPU hours of the configuration from the committed caches' rates (no model)")):
         c = sub.add_parser(name, help=help_)
         c.add_argument("--profile", default="standard", choices=("smoke", "standard", "paper"))
         c.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="override a config field (a Python literal), e.g. --set test_requests=100")
+        c.add_argument("--fair", action="store_true", help="issue 49's fair test (config.fair_config)")
+        if name == "size":
+            c.add_argument("--budget", type=float, default=20.0, help="CPU hours to compare the total with")
         c.add_argument("--backend", default=None)
         c.add_argument("--threads", type=int_at_least(1), default=2)
         c.add_argument("--parallel", type=int_at_least(1), default=None, help="slots (default: the backend's, 1 on 2 threads)")
@@ -137,10 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from toolkit.runner import parse_param
     try:
-        cfg = config_for(args.profile, **dict(parse_param(s) for s in args.set))
+        cfg = (fair_config if args.fair else config_for)(args.profile, **dict(parse_param(s) for s in args.set))
     except (KeyError, TypeError, ValueError) as e:
         p.error(f"--set: {e.args[0] if isinstance(e, KeyError) and e.args else e}")     # one line, exit code 2
-    return {"zeroshot": cmd_zeroshot, "sft": cmd_sft, "align": cmd_align, "ablate": cmd_ablate}[args.command](args, cfg)
+    return {"zeroshot": cmd_zeroshot, "sft": cmd_sft, "align": cmd_align, "ablate": cmd_ablate,
+            "size": cmd_size}[args.command](args, cfg)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,34 @@ def api_description(doc: Document) -> str:
     return f"{tool}: {api}: {desc}" if desc else f"{tool}: {api}"
 
 
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to and including its first ``.``, ``!`` or ``?`` that ends the text or is followed by
+    white space (so "v2.0" and "3.5" do not end it); the whole text when there is none."""
+    m = _SENTENCE_END.search(text)
+    return text[:m.end()].strip() if m else text.strip()
+
+
+def trimmed_description(doc: Document, max_words: int) -> str:
+    """The SFT target line of the fair test (issue 49): what the Fig. 2 prompt asks for -- the tool, the API
+    and a short description, "less than 20 words" -- as ``<tool>: <api>: <description>``.
+
+    Rule: the description is cut to its first sentence (:func:`first_sentence`), then to its first
+    ``max_words - words(tool) - words(api)`` words (words: runs of non-space characters), so that the whole
+    line has at most ``max_words`` words; the tool and API names are never cut (when they alone use up the
+    budget, the line is ``<tool>: <api>``). ``doc`` is a split's document (its ToolLens text is in
+    ``meta["toollens_text"]``) or a ToolLens one."""
+    if max_words < 1:
+        raise ValueError(f"max_words must be >= 1, got {max_words}")
+    raw = doc.meta.get("toollens_text", doc.text) if doc.meta else doc.text
+    tool, api, desc = api_fields(Document(doc.doc_id, doc.category, doc.tool, doc.api, raw, {}))
+    room = max_words - len(tool.split()) - len(api.split())
+    words = first_sentence(desc).split()[:max(0, room)]
+    return f"{tool}: {api}: {' '.join(words)}" if words else f"{tool}: {api}"
+
+
 @dataclass(frozen=True)
 class SplitConfig:
     """Filter and split settings (§4.1; every value is ours: the paper's were lost)."""

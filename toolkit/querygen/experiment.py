@@ -113,7 +113,7 @@ def align_history(cfg: QuerygenConfig, align_cfg=None) -> list[dict]:
     for rec in history:
         t = rec["sampled_from"].rsplit("-it", 1)[1]
         model = f"gguf:{gguf_path(cfg.generator_base, verify=False).name}" if t == "0" else align_model_id(cfg, int(t), a)
-        cached = draft_timing(model, a.temperature, a.kind)
+        cached = draft_timing(model, a.temperature, a.kind, a.decoding)
         if cached.get("drafts_generated", 0) > (rec.get("drafts_generated") or 0):
             rec = {**rec, **cached}      # a resumed run measured only the drafts it generated itself
         out.append(rec)
@@ -134,29 +134,38 @@ def _read_history(path: str, size: int, mtime_ns: int) -> tuple:
     return tuple(history)
 
 
-def answer_timing(model_id: str, temperature: float, kind: str = "description") -> dict:
+def decoded_with(sampling: Mapping, decoding=None) -> bool:
+    """Whether a cached answer's ``sampling`` used ``decoding``'s line stop and penalty (None: the standard's,
+    neither; answers cached before the fields existed have neither in their key)."""
+    d = decoding or gen.STANDARD_DECODING
+    return (sampling.get("max_lines", 0) == d.max_lines
+            and round(float(sampling.get("repeat_penalty", 1.0)), 6) == round(float(d.repeat_penalty), 6))
+
+
+def answer_timing(model_id: str, temperature: float, kind: str = "description", decoding=None) -> dict:
     """The answers in ``model_id``'s alignment cache at ``temperature`` to prompts of ``kind`` (Fig. 2
     or Fig. 5), with the generation seconds and tokens recorded per answer: ``answers``, ``seconds``
     (sum of call times, model load excluded), ``per_s``, ``tokens``; {} when the cache holds none.
     A drafting temperature gives a model's drafts, the evaluation temperature its test answers.
-    The file is read once per content (the base model's cache serves every ablation row)."""
+    The file is read once per content (the base model's cache serves every ablation row). Only answers
+    decoded with ``decoding`` count (None: the standard's): the base model's cache holds the fair run's drafts too."""
     from toolkit.llm.cache import ResponseCache
     from toolkit.llm.client import default_cache_root
     path = ResponseCache.path_for(default_cache_root(), ALIGN_NAMESPACE, model_id)
     st = path.stat() if path.is_file() else None
     stamp = (st.st_size, st.st_mtime_ns) if st else None
-    return dict(_answer_timing(str(path.parent.parent), model_id, stamp, temperature, kind))
+    return dict(_answer_timing(str(path.parent.parent), model_id, stamp, temperature, kind, decoding))
 
 
 @functools.lru_cache(maxsize=64)
-def _answer_timing(root: str, model_id: str, stamp, temperature: float, kind: str) -> tuple:
+def _answer_timing(root: str, model_id: str, stamp, temperature: float, kind: str, decoding=None) -> tuple:
     from toolkit.llm.cache import ResponseCache, prompt_user_text
     marker = "\x00"
     head = gen.task_for(kind).build(marker).split(marker)[0]      # the prompt up to the request
     ms, ntok = [], 0
     for a in ResponseCache(root, ALIGN_NAMESPACE, model_id, readonly=True).answers():
         if (a.get("sampling") or {}).get("temperature") == temperature and a.get("ms") is not None \
-                and prompt_user_text(a.get("prompt")).startswith(head):
+                and decoded_with(a.get("sampling") or {}, decoding) and prompt_user_text(a.get("prompt")).startswith(head):
             ms.append(a["ms"])
             ntok += a.get("ntok") or 0
     if not ms:
@@ -166,11 +175,11 @@ def _answer_timing(root: str, model_id: str, stamp, temperature: float, kind: st
             ("tokens", ntok))
 
 
-def draft_timing(model_id: str, temperature: float, kind: str = "description") -> dict:
+def draft_timing(model_id: str, temperature: float, kind: str = "description", decoding=None) -> dict:
     """:func:`answer_timing` of ``model_id``'s drafts, under the history's keys: ``drafts_generated``,
     ``draft_seconds``, ``drafts_per_s``, ``draft_tokens``. The base model's cache holds the drafts of
     both prompts (the main run's and Table 5's intent row), at the same temperature."""
-    t = answer_timing(model_id, temperature, kind)
+    t = answer_timing(model_id, temperature, kind, decoding)
     if not t:
         return {}
     return {"drafts_generated": t["answers"], "draft_seconds": t["seconds"], "drafts_per_s": t["per_s"],
@@ -195,7 +204,7 @@ def alignment(cfg: QuerygenConfig, s: Setup) -> Alignment:
         per = {}
         for name, ds in s.llm_tests.items():
             got = gen.generate_queries(ds.query_texts(), llm, a.temperature, partial=llm.mode != "live",
-                                       namespace=ALIGN_NAMESPACE)
+                                       namespace=ALIGN_NAMESPACE, decoding=cfg.align.decoding)
             if got:
                 per[name] = got
             if len(got) < len(ds.queries):
@@ -239,7 +248,7 @@ def ablations(cfg: QuerygenConfig, s: Setup) -> tuple[dict[str, dict[str, dict]]
             llm = client_for_profile(cfg.profile, align_model_id(cfg, 1, a), namespace=ALIGN_NAMESPACE)
             for name, ds in s.llm_tests.items():
                 got = gen.generate_queries(ds.query_texts(), llm, cfg.align_eval_temperature, kind=a.kind,
-                                           partial=llm.mode != "live", namespace=ALIGN_NAMESPACE)
+                                           partial=llm.mode != "live", namespace=ALIGN_NAMESPACE, decoding=a.decoding)
                 if len(got) == len(ds.queries):     # a row's delta is on the baseline's requests: complete sets only
                     out.setdefault(table, {}).setdefault(row, {})[name] = got
                 if len(got) < len(ds.queries):
@@ -262,7 +271,7 @@ def ablation_histories(cfg: QuerygenConfig) -> dict[str, dict[str, dict]]:
             h = align_history(cfg, a)
             if h:
                 # the row's test answers: its model's answers at the evaluation temperature, timed per answer
-                answered = answer_timing(align_model_id(cfg, 1, a), cfg.align_eval_temperature, a.kind)
+                answered = answer_timing(align_model_id(cfg, 1, a), cfg.align_eval_temperature, a.kind, a.decoding)
                 out.setdefault(table, {})[row] = {**h[0], "test_answers": answered.get("answers"),
                                                   "test_answer_seconds": answered.get("seconds")}
     return out
@@ -273,17 +282,17 @@ def authored_queries(cfg: QuerygenConfig, s: Setup, zs: Generated, ft: Generated
     """Table 6: each generator's queries for the authored requests (at the temperature its test rows
     use) and the ``top`` APIs their interleaved retrieval ranks first; (rows, pending)."""
     from toolkit.llm.client import client_for_profile
-    specs = [("Zero-Shot", gen.client(cfg.profile, cfg.zero_shot_model), zs.temperature, None),
+    specs = [("Zero-Shot", gen.client(cfg.profile, cfg.zero_shot_model), zs.temperature, None, cfg.decoding),
              ("SFT", client_for_profile(cfg.profile, sft_model_id(cfg), namespace=SFT_NAMESPACE), ft.temperature,
-              SFT_NAMESPACE)]
+              SFT_NAMESPACE, cfg.decoding)]
     if align_iteration is not None:
         specs.append((f"Alignment it{align_iteration}",
                       client_for_profile(cfg.profile, align_model_id(cfg, align_iteration), namespace=ALIGN_NAMESPACE),
-                      cfg.align_eval_temperature, ALIGN_NAMESPACE))
+                      cfg.align_eval_temperature, ALIGN_NAMESPACE, cfg.align.decoding))
     rows, pending = [], []
-    for method, llm, temp, ns in specs:
+    for method, llm, temp, ns, decoding in specs:
         got = {} if temp is None else gen.generate_queries(AUTHORED_REQUESTS, llm, temp, partial=llm.mode != "live",
-                                                           namespace=ns)
+                                                           namespace=ns, decoding=decoding)
         if len(got) < len(AUTHORED_REQUESTS):
             pending.append({"method": method, "set": "authored requests (Table 6)", "cached": len(got),
                             "needed": len(AUTHORED_REQUESTS)})
@@ -303,7 +312,7 @@ def calibrated(cfg: QuerygenConfig, s: Setup, llm, method: str, kind: str = "des
     temperature; whatever the cache lacks is listed in ``pending``."""
     live = llm.mode == "live"
     cal = gen.calibrate(s.index, s.dev, llm, cfg.temperatures, kind=kind, k=cfg.list_size, partial=not live,
-                        namespace=namespace)
+                        namespace=namespace, decoding=cfg.decoding)
     g = Generated(method, cal, cal["best"])
     for t, n in cal["n"].items():
         if n < len(s.dev.queries):
@@ -319,19 +328,20 @@ def calibrated(cfg: QuerygenConfig, s: Setup, llm, method: str, kind: str = "des
             return g
     for name, ds in s.llm_tests.items():
         got = gen.generate_queries(ds.query_texts(), llm, g.temperature, kind=kind, partial=not live,
-                                   namespace=namespace)
+                                   namespace=namespace, decoding=cfg.decoding)
         g.queries[name] = got
         if len(got) < len(ds.queries):
             g.pending.append({"method": method, "set": name, "cached": len(got), "needed": len(ds.queries)})
     return g
 
 
-def generation_cost(namespace: str, model_id: str) -> dict:
-    """Answers, completion tokens and summed call seconds in one response-cache file (drafts/s, tokens/s)."""
+def generation_cost(namespace: str, model_id: str, decoding=None) -> dict:
+    """Answers, completion tokens and summed call seconds in one response-cache file (drafts/s, tokens/s),
+    of the answers decoded with ``decoding`` (None: the standard's; the zero-shot file holds both)."""
     from toolkit.llm.cache import ResponseCache
     from toolkit.llm.client import default_cache_root
     c = ResponseCache(default_cache_root(), namespace, model_id, readonly=True)
-    ans = list(c.answers())
+    ans = [a for a in c.answers() if decoded_with(a.get("sampling") or {}, decoding)]
     sec = sum(a.get("ms") or 0 for a in ans) / 1000
     tok = sum(a.get("ntok") or 0 for a in ans)
     return {"answers": len(ans), "completion tokens": tok, "call seconds": round(sec, 1),

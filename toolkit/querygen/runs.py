@@ -23,19 +23,21 @@ def calibrate_and_generate(cfg, split, llm, kind: str = "description", namespace
     dev = split.dev.nested_sample(cfg.dev_requests, seed=cfg.sample_seed)
     t0 = time.time()
     for t in cfg.temperatures:
-        gen.generate_queries(dev.query_texts(), llm, t, kind=kind, desc=f"dev T={t}", namespace=namespace)
+        gen.generate_queries(dev.query_texts(), llm, t, kind=kind, desc=f"dev T={t}", namespace=namespace,
+                             decoding=cfg.decoding)
         _log(f"dev T={t}: {len(dev.queries)} requests done ({time.time() - t0:.0f}s)")
     index = QueryIndex(split.corpus, cfg.encoder)
-    cal = gen.calibrate(index, dev, llm, cfg.temperatures, kind=kind, k=cfg.list_size, namespace=namespace)
+    cal = gen.calibrate(index, dev, llm, cfg.temperatures, kind=kind, k=cfg.list_size, namespace=namespace,
+                        decoding=cfg.decoding)
     _log(f"calibration {gen.CALIBRATION_METRIC} on {len(dev.queries)} dev requests: "
          f"{ {t: round(v, 4) for t, v in cal['scores'].items()} } -> T={cal['best']}")
     for ds in (split.test_in, split.test_out):
         sample = ds.nested_sample(cfg.test_requests, seed=cfg.sample_seed)
         gen.generate_queries(sample.query_texts(), llm, cal["best"], kind=kind, desc=f"{ds.name} T={cal['best']}",
-                             namespace=namespace)
+                             namespace=namespace, decoding=cfg.decoding)
         _log(f"{sample.name}: done ({time.time() - t0:.0f}s)")
     gen.generate_queries(AUTHORED_REQUESTS, llm, cal["best"], kind=kind, desc="authored requests (Table 6)",
-                         namespace=namespace)
+                         namespace=namespace, decoding=cfg.decoding)
     return cal
 
 
@@ -56,7 +58,8 @@ def run_alignment(args, cfg, a, test_requests: int | None, stop_after: int | Non
     from toolkit.querygen.experiment import ALIGN_NAMESPACE
     from toolkit.querygen.export import export_gguf
     split = make_split(cfg.split)
-    train = split.train.nested_sample(a.train_size, seed=cfg.sample_seed)
+    # fresh requests: the whole training split goes in, each iteration takes its own slice (iteration_requests)
+    train = split.train if a.fresh_requests else split.train.nested_sample(a.train_size, seed=cfg.sample_seed)
     root = cache_dir() / "querygen" / "models"
     work = root / f"align-{a.tag()}"
     base = sft.base_model_dir(cfg.generator_base)
@@ -92,9 +95,9 @@ def run_alignment(args, cfg, a, test_requests: int | None, stop_after: int | Non
             for ds in (split.test_in, split.test_out):
                 sample = ds.nested_sample(test_requests, seed=cfg.sample_seed)
                 gen.generate_queries(sample.query_texts(), llm, cfg.align_eval_temperature, kind=a.kind,
-                                     namespace=ALIGN_NAMESPACE, desc=f"{model_id} {ds.name}")
+                                     namespace=ALIGN_NAMESPACE, desc=f"{model_id} {ds.name}", decoding=a.decoding)
             gen.generate_queries(AUTHORED_REQUESTS, llm, cfg.align_eval_temperature, kind=a.kind,
-                                 namespace=ALIGN_NAMESPACE)
+                                 namespace=ALIGN_NAMESPACE, decoding=a.decoding)
         _log(f"{model_id}: test answers done")
 
     history = align(base, train, index, a, work, make_client, train_fn, restrict=split.in_domain_docs, log=_log,

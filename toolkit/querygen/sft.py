@@ -59,13 +59,18 @@ class Example:
     target: str          # the assistant turn (queries, one per line)
 
 
-def sft_examples(ds, corpus, kind: str = "description") -> list[Example]:
+def sft_examples(ds, corpus, kind: str = "description", target_words: int | None = None) -> list[Example]:
     """One example per request: Fig. 2 prompt -> its gold API descriptions, one per line. ``corpus``
-    is the split's (:func:`toolkit.querygen.data.make_split`), whose texts are the descriptions."""
+    is the split's (:func:`toolkit.querygen.data.make_split`), whose texts are the descriptions.
+    ``target_words`` (None: the whole index text, as in the committed run): each line trimmed to the tool,
+    the API and the description's first sentence, at most that many words per line
+    (:func:`toolkit.querygen.data.trimmed_description`)."""
+    from toolkit.querygen.data import trimmed_description
     out = []
     for qid, q in ds.queries.items():
         gold = [d for d, r in ds.qrels[qid].items() if r > 0]
-        out.append(Example(qid, querygen_prompt(q.text, kind), "\n".join(corpus[d].text for d in gold)))
+        lines = [corpus[d].text if target_words is None else trimmed_description(corpus[d], target_words) for d in gold]
+        out.append(Example(qid, querygen_prompt(q.text, kind), "\n".join(lines)))
     return out
 
 

@@ -106,11 +106,14 @@ PROFILES = {
 # Issue 48's fair LLM step (``fair_config``; ``python -m toolkit.feedback <stage> --fair``): the paper's step-4
 # wording ("enrich"; our "enrich-add" stays a named row), an unchanged refinement treated as "N/A", each tool shown as
 # its names once, its description and its parameters as room allows (600 characters), steps 1-2 asked to be brief
-# (FEEDBACK_BREVITY "one-line"), and caps that hold >= 95 % of the answers: scripts/bench_feedback.py on 24 I2 rounds
-# (4 slots, results/bench/feedback_caps.json) -- caps 640/384/24/128: 3 of 24 comprehension answers at the cap
-# (12.5 %), every other step under it (assessment max 297, decision 8, refinement 103 tokens), 45.4 s per round.
-FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension_tokens=1024, assessment_tokens=384,
-                               decision_tokens=24, refinement_tokens=128, refine_wording="enrich",
+# (FEEDBACK_BREVITY "one-line"), and caps that hold >= 95 % of the answers, from scripts/bench_feedback.py --fair on 24
+# I2 rounds (4 slots, 2 threads; results/bench/feedback_caps.json): caps 1024/384/24/128 left 0/24 comprehension
+# answers at the cap (max 974 tokens), 2/24 assessment (8.3 %, at 384), 0/24 decision (max 8), 1/24 refinement (4.2 %,
+# at 128), 76.3 s per round; so assessment and refinement get 512 and 192 (a first bench at 640/384/24/128 with
+# the document text: 3 of 24 comprehension answers capped). The caps bound the answers, not the cost: median answers
+# were 318 / 194 / 8 / 62 tokens.
+FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension_tokens=1024, assessment_tokens=512,
+                               decision_tokens=24, refinement_tokens=192, refine_wording="enrich",
                                tool_format="fields", unchanged="na")
 
 

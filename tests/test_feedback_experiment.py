@@ -134,8 +134,10 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     values, pending, extra = collect(cfg, tests)
     v = values.set_index(["table", "set", "method", "metric"])["value"]
     assert v["6", "I2", "ToolRetriever (RoBERTa-based)", "ndcg@1"] == 1.0
-    assert not [p for p in pending if p["condition"].startswith("ToolRetriever")]
-    assert {p["set"] for p in pending if p["condition"] not in CONTROLS} == {"I2", "ToolLens train"}   # the conditions and the offline feedback
+    assert not [p for p in pending if p["condition"].startswith("ToolRetriever") and p["condition"] != C.TOOLRETRIEVER_LOOP]
+    loop = [p for p in pending if p["condition"] == C.TOOLRETRIEVER_LOOP]      # the fair LLM's loop: not traced here
+    assert loop and all("toolretriever-loop --profile smoke --fair --group" in p["needs"] for p in loop)
+    assert {p["set"] for p in pending if p["condition"] not in CONTROLS | {C.TOOLRETRIEVER_LOOP}} == {"I2", "ToolLens train"}   # the conditions and the offline feedback
     assert not (values.table == "s4.3").any()
     # the offline feedback (§4.3): the training sample, gold found after one refinement, one instruction never asked
     from toolkit.feedback.data import training_set
@@ -153,7 +155,7 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 0)", "ndcg@1"] == 0.0
     assert v["s4.3", "ToolLens train", last, "ndcg@1"] == pytest.approx(1 - 1 / len(stage.qids))
     assert v["s4.3", "ToolLens train", "ToolRetriever + feedback (round 1)", "rewritten"] == pytest.approx(1 - 1 / len(stage.qids))
-    assert {p["set"] for p in pending if p["condition"] not in CONTROLS} == {"I2"}   # only the Tables 4, 6, 7 conditions remain
+    assert {p["set"] for p in pending if p["condition"] not in CONTROLS | {C.TOOLRETRIEVER_LOOP}} == {"I2"}   # only the Tables 4, 6, 7 conditions remain
     for p in tmp_path.glob("*-test-*"):                            # no test trace yet: the offline feedback's case
         p.unlink()
     _, _, alone = collect(cfg, tests)

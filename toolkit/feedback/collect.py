@@ -95,10 +95,8 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 add(table, label, "% improve", {m: o[m] / t[m] - 1 if t[m] else float("nan") for m in metrics},
                     len(sample), planned=planned[label])
     # the controls (toolkit.feedback.controls) beside Ours on each LLM sample, and the gap's decomposition
-    from dataclasses import replace
-
-    from toolkit.feedback.config import FAIR_FEEDBACK
-    fair = replace(cfg, feedback=FAIR_FEEDBACK)        # issue 48's fair LLM step (toolkit.feedback.config.fair_config)
+    from toolkit.feedback.config import with_fair_feedback
+    fair = with_fair_feedback(cfg)                     # issue 48's fair LLM step (toolkit.feedback.config.fair_config)
     for label in (*GROUPS, *OUT_OF_DOMAIN):
         if label not in ours:
             continue

@@ -120,8 +120,13 @@ FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension
 def fair_config(profile: str = "standard", **overrides) -> FeedbackExperiment:
     """The profile's configuration with the fair LLM step (:data:`FAIR_FEEDBACK`; smoke keeps its echo LLM), then
     ``overrides``. Its traces have their own names (the feedback settings are part of every LLM trace's name)."""
+    return overridden("30_feedback", with_fair_feedback(config_for(profile)), overrides)
+
+
+def with_fair_feedback(cfg: FeedbackExperiment) -> FeedbackExperiment:
+    """``cfg`` (its overrides kept) with the fair LLM step: the configuration of its fair-LLM traces."""
     from dataclasses import replace
-    return overridden("30_feedback", replace(config_for(profile), feedback=FAIR_FEEDBACK), overrides)
+    return replace(cfg, feedback=FAIR_FEEDBACK)
 
 
 def config_for(profile: str, **overrides) -> FeedbackExperiment:

@@ -352,15 +352,20 @@ def _param(p: Any) -> str:
     return f"{p.get('name', '?')}{kind}" + (f": {desc}" if desc else "")
 
 
+def _tool_head(d: Any) -> str:
+    """``[category] tool / api`` (the API name left out when it is the tool's)."""
+    cat, tool, api = _field(d, "category"), _field(d, "tool"), _field(d, "api")
+    name = tool if (not api or api == tool) else (f"{tool} / {api}" if tool else api)
+    return (f"[{cat}] " if cat else "") + (name or "")
+
+
 def _tool_fields(d: Any, max_chars: int) -> str:
     """One tool as ``[category] tool / api: description`` and then, as room allows, ``required: p1 (type): ...;
     optional: ...`` one parameter at a time (a parameter that does not fit is left out whole, with " ..." for the
     rest). The names are said once: the document text of a ToolBench API repeats them ("Advertising, abstract ip
     geolocation, geolocation from an ip address, ..."). A document without a ``description`` in its meta gives its
     text after the names."""
-    cat, tool, api = _field(d, "category"), _field(d, "tool"), _field(d, "api")
-    name = tool if (not api or api == tool) else (f"{tool} / {api}" if tool else api)
-    head = (f"[{cat}] " if cat else "") + (name or "")
+    head = _tool_head(d)
     meta = _field(d, "meta", None) or {}
     desc = meta.get("description") if isinstance(meta, Mapping) else None
     desc = " ".join(str(desc if desc is not None else _field(d, "text")).split())
@@ -393,9 +398,7 @@ def format_tools(docs: Iterable[Any], max_chars: int = 600, style: str = "text")
         elif style == "fields":
             body = _tool_fields(d, max_chars)
         else:
-            cat, tool, api = _field(d, "category"), _field(d, "tool"), _field(d, "api")
-            name = tool if (not api or api == tool) else (f"{tool} / {api}" if tool else api)
-            head = (f"[{cat}] " if cat else "") + (name or "")
+            head = _tool_head(d)
             body = f"{head}: {_field(d, 'text')}" if head else str(_field(d, "text"))
             body = " ".join(body.split())
         if len(body) > max_chars:

@@ -15,7 +15,9 @@ Resumable: rerun the same command after a kill. Stages can run in parallel proce
 drawn with SEED, the profile's ``draw_setup``), evaluates it and writes its score cache, which the
 notebook replays; two draws can run side by side with ``--set threads=1``. ``--variant NAME`` likewise
 trains one reranker variant (``toolkit.toolrerank.variants``: the main split and DPR, the profile's
-``variant_setup``). ``--alone`` scores the profile's ``alone_queries`` per subset against the whole library
+``variant_setup``). ``--export-dpr`` writes the trained DPR's vectors for the
+whole of ToolLens into the committed score cache (``toolkit.toolrerank.dpr_vectors``): a variant, the alone scores or
+a retrained reranker on this split then run on a fresh machine without retraining the DPR. ``--alone`` scores the profile's ``alone_queries`` per subset against the whole library
 with the DPR and the reranker (of the main configuration, or of ``--variant``) and writes the committed
 file notebook 10's reranker-alone table replays (``toolkit.toolrerank.alone``).
 """
@@ -49,6 +51,9 @@ def main() -> None:
     ap.add_argument("--headtohead", action="store_true",
                     help="score notebook 50's common set (I1/I2/I3 over the library, UltraTool) with this profile's "
                          "models and save it (toolkit.toolrerank.headtohead); notebook 10's score cache must exist")
+    ap.add_argument("--export-dpr", action="store_true",
+                    help="after training, write the DPR's vectors of every ToolLens text to data/score_cache/toolrerank "
+                         "(toolkit.toolrerank.dpr_vectors), so later runs on this split need no DPR weights")
     ap.add_argument("--fair", action="store_true",
                     help="issue 50's fields (toolkit.toolrerank.config.FAIR_STANDARD) under the --set overrides; the "
                          "standard profile holds them already since issue 50")
@@ -97,6 +102,11 @@ def main() -> None:
     stages = [s for s in args.stages.split(",") if s]
     models = train_all(split, setup, log=lambda m: print(m, flush=True), stages=stages)
     print(json.dumps(models.stats, indent=1), flush=True)
+    if args.export_dpr:
+        from toolkit.toolrerank import dpr_vectors
+        t = time.time()
+        out = dpr_vectors.export(models.dual_encoder)
+        print(f"exported {out} ({dpr_vectors.meta(models.root)['texts']} texts, {time.time() - t:.0f} s)", flush=True)
     timings = {"train_wall_s": round(time.time() - t0, 1), "stats": models.stats}
     which = [s for s in args.prescore.split(",") if s and s != "none"]
     if which:

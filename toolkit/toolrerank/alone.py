@@ -161,19 +161,18 @@ def compute(split, models, setup, n_per_subset: int | None, seed: int, n_docs: i
     """(ids per subset, samples, {"DPR": {subset: cosines}, "reranker": {subset: scores}}) for the trained
     ``models``; ``n_docs`` caps the library (:func:`capped`)."""
     import torch
-    from sentence_transformers import SentenceTransformer
 
+    from . import dpr_vectors
     from .reranker import Reranker
     subsets = {name: split.subset(name) for name in SUBSETS}
     samples = sample_queries(subsets, n_per_subset, seed)
     subsets = {name: capped(ds, samples[name], n_docs, seed) for name, ds in subsets.items()}
-    dpr = SentenceTransformer(str(models.dual_encoder), device="cpu")
+    dpr = dpr_vectors.retriever(models.dual_encoder)   # the live DPR, or its committed vectors (float16-rounded)
     texts = {d: doc.text for d, doc in split.pool.corpus.items()}
     reranker = Reranker(models.reranker, texts, max_length=setup.ce_max_len)
 
     def encode(batch):
-        return dpr.encode(batch, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                          show_progress_bar=False)
+        return dpr.embed(list(batch))
 
     def score(pairs):
         return reranker.model.predict(pairs, batch_size=64, activation_fn=torch.nn.Sigmoid(), show_progress_bar=False)

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from toolkit.data.contract import RetrievalDataset
 
+from . import dpr_vectors
 from .classifier import QueryClassifier, classifier_examples, train_classifier
 from toolkit.retrieval.dual_encoder import positive_pairs, train_dual_encoder
 from .reranker import Reranker, add_random_negatives, sample_reranker_pairs, train_cross_encoder
 from .splits import SeenUnseenSplit, seen_tools, tool_id
 from toolkit.data import STABLE_GROUPS
-from toolkit.training import model_dir, set_threads, write_stats
+from toolkit.training import model_dir, set_threads, trained, write_stats
 
 
 SPLIT_FIELDS = ("base", "seed", "max_steps", "dev_size", "n_heldout_categories", "heldout_tool_frac", "dev_pool",
@@ -211,7 +212,14 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
     if "dual_encoder" not in stages and "reranker" in stages and setup.ce_neg_source == "dpr" \
             and not (root / "dual_encoder" / "final").is_dir():
         raise RuntimeError("the reranker's hard negatives need the trained dual encoder: train it first")
-    if "dual_encoder" in stages:
+    frozen = dpr_vectors.meta(root)
+    if "dual_encoder" in stages and frozen and setup.ce_init != "dpr" and not trained(root / "dual_encoder"):
+        # the weights left with an earlier machine, their vectors are committed: nothing here needs the weights
+        de_path, stats["dual_encoder"] = root / "dual_encoder" / "final", {**frozen["training"], "vectors": "committed"}
+        if log:
+            log(f"dual_encoder: not on this machine; its committed vectors ({dpr_vectors.path_for(root).name}, "
+                f"{frozen['texts']} texts) serve it")
+    elif "dual_encoder" in stages:
         pairs = _sample(positive_pairs(train, setup.de_pos, setup.seed), setup.de_pairs, setup.seed)
         de_path, stats["dual_encoder"] = train_dual_encoder(
             pairs, root / "dual_encoder", base=setup.base, epochs=setup.de_epochs, batch_size=setup.de_batch,
@@ -249,6 +257,8 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
                     "classifier": setup.classifier_dir}[stage] / "final" / "train_stats.json"
         if stage not in stats and f.is_file():
             stats[stage] = json.loads(f.read_text())
+        elif stage == "dual_encoder" and stage not in stats and frozen:
+            stats[stage] = {**frozen["training"], "vectors": "committed"}
     # wall times of stages trained by scripts/train_toolrerank.py before they were written to train_stats.json
     for tf in sorted(root.glob("timings-*.json")):
         for stage, st in json.loads(tf.read_text()).get("stats", {}).items():
@@ -353,7 +363,6 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     from dataclasses import replace
 
     from toolkit.retrieval import build_retriever
-    from toolkit.training import trained
     t = time.perf_counter()
     out = root / setup.reranker_dir
     if done := trained(out):
@@ -368,7 +377,7 @@ def _train_reranker(split, setup, root, de_path, steps, log):
         rounds = prev_stats.get("rounds", [prev_stats])
     ce_qids = _sample(sorted(train.queries), setup.ce_queries, setup.seed + 1 + 100 * (setup.ce_rounds - 1))
     ce_ds = train.subset(ce_qids)
-    retr = build_retriever(f"dense:{de_path}" if source == "dpr" else f"dense:{setup.base}", batch_size=64)
+    retr = dpr_vectors.retriever(de_path) if source == "dpr" else build_retriever(f"dense:{setup.base}", batch_size=64)
     ids, texts = negative_pool(train, setup.ce_neg_pool)
     retr.index(ids, texts)
     run = retr.search(ce_ds.query_texts(), k=setup.ce_depth)
@@ -381,7 +390,7 @@ def _train_reranker(split, setup, root, de_path, steps, log):
     dev_eval = None
     if setup.ce_select_on_dev:       # Rerank-10 over the trained DPR's top 10 of the whole corpus
         dev = dev_sample(split, setup)
-        dpr = build_retriever(f"dense:{de_path}", batch_size=64)
+        dpr = dpr_vectors.retriever(de_path)
         dpr.index(*dev.doc_texts())
         run10 = dpr.search(dev.query_texts(), k=10)
         dev_eval = rerank_dev_eval(dev, {q: sorted(r, key=lambda d: -r[d]) for q, r in run10.items()})
@@ -410,11 +419,10 @@ def _train_reranker(split, setup, root, de_path, steps, log):
 
 def load_models(models: Models, corpus_texts: dict[str, str], setup: Setup):
     """(retriever factory, reranker with its persisted scores, classifier)."""
-    from toolkit.retrieval import build_retriever
     reranker = Reranker(models.reranker, corpus_texts, max_length=setup.ce_max_len)
     for f in sorted(Path(models.reranker).parent.glob("scores*.pkl")):
         reranker.load_memo(f)
-    return (lambda: build_retriever(f"dense:{models.dual_encoder}", batch_size=64)), reranker, \
+    return (lambda: dpr_vectors.retriever(models.dual_encoder)), reranker, \
         QueryClassifier(models.classifier)
 
 

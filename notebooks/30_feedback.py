@@ -248,6 +248,28 @@ for m, tab in decomp.items():
     display(tab if len(tab) else "no control trace yet (pending above)")
 
 # %% [markdown]
+# ## Is the LLM the limit? The loop with each LLM on one I2 sample
+#
+# The loop on ToolRetriever (no feedback training, no prefix) with each LLM of `scale_llms`, the fair LLM step, on the
+# same seeded I2 sample of `scale_queries` instructions (nested in the I2 sample), beside ToolRetriever and the oracle
+# with ToolRetriever on those queries: the oracle is the ceiling that good feedback reaches with this retriever. The
+# profile's own LLM reads its whole-I2 trace, which is traced in the sample's order, so this sample is covered first.
+# Another LLM, for instance a larger one on an OpenAI-compatible server, needs no code change:
+# `TOOLKIT_LLM_BACKEND=openai python -m toolkit.feedback toolretriever-loop --profile paper --fair --llm <model>
+# --group I2 --n 60`, with `-p scale_llms=...` naming it here.
+
+# %%
+scale_rows = llm_values[llm_values.table == "llm-scale"]
+rec.extra["llm_scale"] = extra.get("llm_scale", [])
+print(f"LLMs {', '.join(cfg.scale_llms)} on {cfg.scale_queries or 'all'} I2 instructions")
+display(T.condition_table(scale_rows, "llm-scale", METRICS[:3]) if len(scale_rows)
+        else "no LLM-scale trace yet (pending above)")
+scale_parts = pd.DataFrame(rec.extra["llm_scale"])
+display(scale_parts.pivot_table(index="part", columns="metric", values="diff", sort=False).round(3)
+        .join(scale_parts[scale_parts.metric == "ndcg@5"].set_index("part")[["n", "p"]])
+        if len(scale_parts) else "no pair of LLM-scale rows yet")
+
+# %% [markdown]
 # ## Table 4 — ablations, Table 5 — rounds, Table 6 — base models, Table 7 — embedding sizes (I2)
 #
 # Tables 4, 6, 7 on the `ablation_requests` I2 sample (the main run's row on the same queries); Table 5 on the whole

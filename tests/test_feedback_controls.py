@@ -159,7 +159,9 @@ def test_toolretriever_loop_runs_the_llm_loop_on_the_warmup_retriever_without_pr
         out.write_text("")
         return {}
     monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
-    monkeypatch.setattr(X, "test_datasets", lambda cfg: {"I2": SimpleNamespace(nested_sample=lambda n, s: ds)})
+    order = ["q9", "q2", "q1"]                   # the group's shuffle: its first k are the nested sample of k
+    monkeypatch.setattr(X, "test_datasets", lambda cfg: {"I2": SimpleNamespace(nested_sample=lambda n, s: ds,
+                                                                               sample_order=lambda s: order)})
     monkeypatch.setattr(X, "warmup_id", lambda cfg: "warmup-abc")
     monkeypatch.setattr(stages, "warmup", lambda cfg: ("/models/warmup", {"steps": 1}))
     monkeypatch.setattr(stages, "dense_search", lambda model, corpus: ("search", model))
@@ -170,10 +172,50 @@ def test_toolretriever_loop_runs_the_llm_loop_on_the_warmup_retriever_without_pr
     assert out.parent == tmp_path and "control-toolretriever-loop-I2" in out.name
     assert seen["prefix"] is False and seen["llm"] == "the-llm" and seen["meta"]["model"] == "warmup-abc"
     assert seen["queries"] == {"q1": "weather in Paris", "q2": "a concert"} and seen["rounds"] == cfg.training.rounds
+    assert list(seen["queries"]) == ["q2", "q1"]            # traced in the sample's order, not the dataset's
     # other feedback settings (caps, wording) are another trace
     from dataclasses import replace
     other = replace(cfg, feedback=replace(cfg.feedback, comprehension_tokens=cfg.feedback.comprehension_tokens + 1))
     assert C.toolretriever_loop_trace_path(other, "I2", 2) != C.toolretriever_loop_trace_path(cfg, "I2", 2)
+
+
+def test_the_llm_scale_rows_pair_each_llm_with_toolretriever_the_smallest_llm_and_the_oracle():
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.config import FAIR_FEEDBACK, config_for, with_fair_feedback
+    cfg = config_for("standard")
+    runs = C.scale_runs(cfg)
+    assert [(name, c.llm, n) for name, c, n in runs] == [("qwen-0.5b", "qwen-0.5b", 60), ("qwen-1.5b", "qwen-1.5b", None)]
+    assert all(c.feedback == FAIR_FEEDBACK for _, c, _ in runs)
+    # the profile's LLM reads the whole-I2 trace (the ToolRetriever + loop row's); the other its own 60
+    big, small = runs[1][1], runs[0][1]
+    assert C.toolretriever_loop_trace_path(big, "I2", None) == C.toolretriever_loop_trace_path(
+        with_fair_feedback(cfg), "I2", None)
+    assert C.toolretriever_loop_trace_path(small, "I2", 60) != C.toolretriever_loop_trace_path(big, "I2", 60)
+    assert X.command("toolretriever-loop", small, "I2", n=60) == \
+        "python -m toolkit.feedback toolretriever-loop --profile standard --fair --llm qwen-0.5b --group I2 --n 60"
+    assert X.command("toolretriever-loop", big, "I2", n=None) == \
+        "python -m toolkit.feedback toolretriever-loop --profile standard --fair --group I2"
+    q = [f"q{i}" for i in range(10)]
+    rows = {"ToolRetriever": {x: 0.5 for x in q}, C.ORACLE_TOOLRETRIEVER: {x: 0.9 for x in q},
+            C.scale_row("qwen-0.5b"): {x: 0.4 for x in q}, C.scale_row("qwen-1.5b"): {x: 0.6 for x in q[:6]}}
+    d = C.decomposition({"I2": {m: {"ndcg@5": v} for m, v in rows.items()}}, metrics=("ndcg@5",),
+                        parts=C.scale_parts(cfg.scale_llms)).set_index("part")
+    assert d.loc["loop (qwen-0.5b) - ToolRetriever", "diff"] == pytest.approx(-0.1)
+    assert d.loc["qwen-1.5b - qwen-0.5b", "diff"] == pytest.approx(0.2) and d.loc["qwen-1.5b - qwen-0.5b", "n"] == 6
+    assert d.loc["oracle - loop (qwen-1.5b)", "diff"] == pytest.approx(0.3)
+
+
+def test_the_feedback_cli_takes_another_llm_and_a_sample_size_for_the_loop_only(monkeypatch):
+    from toolkit.feedback import controls
+    from toolkit.feedback.__main__ import main
+    got = {}
+    monkeypatch.setattr(controls, "toolretriever_loop_test", lambda cfg, group, n=None: got.update(cfg=cfg, n=n))
+    main(["toolretriever-loop", "--profile", "standard", "--fair", "--llm", "qwen-0.5b", "--group", "I2", "--n", "60"])
+    assert got["cfg"].llm == "qwen-0.5b" and got["n"] == 60
+    with pytest.raises(SystemExit):
+        main(["status", "--n", "60"])
+    with pytest.raises(SystemExit):
+        main(["toolretriever-loop", "--group", "I2", "--n", "0"])
 
 
 def test_the_loop_alone_on_toolretriever_is_read_on_the_instructions_traced_so_far():

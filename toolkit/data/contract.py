@@ -101,11 +101,15 @@ class RetrievalDataset:
             return self
         if n < 1:
             raise ValueError(f"sample size must be >= 1 (or None for all), got {n}")
-        order = sorted(self.queries, key=lambda q: (len(q), q))
-        random.Random(seed).shuffle(order)
-        keep = set(order[:n])
+        keep = set(self.sample_order(seed)[:n])
         return self.subset([q for q in self.queries if q in keep],
                            name=f"{self.name}[{n} of {len(self.queries)}, seed {seed}]")
+
+    def sample_order(self, seed: int = 0) -> list[str]:
+        """The seeded shuffle behind :meth:`nested_sample`: its first n query ids are ``nested_sample(n, seed)``'s."""
+        order = sorted(self.queries, key=lambda q: (len(q), q))
+        random.Random(seed).shuffle(order)
+        return order
 
     def stats(self) -> dict:
         n_rel = [len(r) for r in self.qrels.values()]

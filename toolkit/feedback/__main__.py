@@ -10,6 +10,7 @@
     python -m toolkit.feedback all             [--profile standard]              # every trace notebook 30 needs
     python -m toolkit.feedback status          [--profile standard]              # planned / traced per stage
     python -m toolkit.feedback <stage> --fair  ...                               # issue 48's fair LLM step
+    python -m toolkit.feedback toolretriever-loop --fair --llm qwen-0.5b --group I2 --n 60   # another LLM, a sample
 
 A stage runs the stages it depends on first (cached ones return at once). Sizes, models and settings come
 from the notebook's configuration (``toolkit.feedback.config``), so what these commands write is what
@@ -26,6 +27,7 @@ import sys
 
 from toolkit.feedback import experiment as X
 from toolkit.feedback import stages
+from toolkit.config import int_at_least
 from toolkit.feedback.config import PROFILE_NAMES, config_for, fair_config
 
 
@@ -120,8 +122,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="issue 48's fair LLM step (toolkit.feedback.config.fair_config: paper wording, caps that hold "
                         "the answers, unchanged = N/A); its traces have their own names")
     p.add_argument("--condition", default=None, help="a row of Tables 4, 6, 7, e.g. '4:w/o warm-up'")
+    p.add_argument("--llm", default=None, help="the feedback LLM instead of the profile's (a name of toolkit.llm: "
+                   "qwen-0.5b, qwen-1.5b, a local GGUF path, or a model of an OpenAI-compatible server with "
+                   "TOOLKIT_LLM_BACKEND=openai); its traces have their own names")
+    p.add_argument("--n", type=int_at_least(1), default=None,
+                   help="toolretriever-loop: the group's nested sample of N instructions (default: the profile's)")
     args = p.parse_args(argv)
-    cfg = parse_condition(fair_config(args.profile) if args.fair else config_for(args.profile), args.condition)
+    over = {"llm": args.llm} if args.llm else {}
+    cfg = parse_condition(fair_config(args.profile, **over) if args.fair else config_for(args.profile, **over),
+                          args.condition)
+    if args.n is not None and args.stage != "toolretriever-loop":
+        p.error(f"--n is for toolretriever-loop, not {args.stage}")
     groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
     if args.group is not None and args.group not in groups:     # a typo is an error for every stage, status too
         p.error(f"--group {args.group!r} is not a group; groups: {', '.join(groups)} (All is the union of I1-I3)")
@@ -145,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         stages.toolretriever(cfg, args.group)
     elif args.stage == "toolretriever-loop":
         from toolkit.feedback import controls
-        controls.toolretriever_loop_test(cfg, args.group)
+        controls.toolretriever_loop_test(cfg, args.group, n=args.n)
     elif args.stage == "controls":
         from toolkit.feedback import controls
         controls.run_all(cfg, [args.group] if args.group else None)

@@ -34,13 +34,21 @@ class FeedbackExperiment:
     toolbench_corpus: str = "library"              # library (the protocol) | pool (fast: smoke)
     baseline_queries: int | None = None            # smoke: baselines on a sample of each set too
     max_docs: int | None = None                    # smoke: each test corpus cut to this many documents
+    # issue 48 item 3, is the LLM the limit: the loop on ToolRetriever with each of these LLMs on one I2 sample of
+    # scale_queries (nested in the I2 sample), with the fair LLM step; the oracle on the same sample is the ceiling
+    scale_llms: tuple = ("qwen-0.5b", "qwen-1.5b")
+    scale_queries: int | None = 60
 
     def __post_init__(self) -> None:
         if self.toolbench_corpus not in ("library", "pool"):
             raise ValueError(f"toolbench_corpus must be library or pool, got {self.toolbench_corpus!r}")
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {self.profile!r}")
-        check_sizes("30_feedback", self, ("train_feedback_requests", "ablation_requests", "warmup_pairs"))
+        check_sizes("30_feedback", self, ("train_feedback_requests", "ablation_requests", "warmup_pairs",
+                                          "scale_queries"))
+        if not isinstance(self.scale_llms, tuple) or not all(isinstance(m, str) and m for m in self.scale_llms):
+            raise ValueError(f"30_feedback parameter scale_llms must be a tuple of LLM names (e.g. ('qwen-0.5b', "
+                             f"'qwen-1.5b')), got {self.scale_llms!r}")
         if self.llm_slots is not None and self.llm_slots < 1:
             raise ValueError(f"30_feedback parameter llm_slots must be >= 1 or None (the backend's default), "
                              f"got {self.llm_slots}")
@@ -80,7 +88,8 @@ PROFILES = {
                                 training=IterationConfig(batch_size=8, max_seq_length=64),
                                 train_feedback_requests=8, warmup_max_steps=2, ablation_requests=2,
                                 test_requests={"I1": 4, "I2": 4, "I3": 4, "UltraTool": 4},
-                                toolbench_corpus="pool", baseline_queries=20, max_docs=150),
+                                toolbench_corpus="pool", baseline_queries=20, max_docs=150,
+                                scale_llms=("echo-small", "echo"), scale_queries=2),
     # the issue's budget: all of I2 and I3, >= 150 I1 queries, >= 500 training instructions with feedback
     # max length 128 (paper: unstated; 256 made the mpnet warm-up need > 12 GB at batch 32 on this machine)
     # Feedback budget (scripts/bench_feedback.py, 4 I2 queries, 1.5B, 2 threads): 600 characters per tool and caps
@@ -99,7 +108,8 @@ PROFILES = {
                                                            refine_wording="enrich-add", **FIRST_GENERATION),
                                    test_requests={"I1": 150, "I2": None, "I3": None, "UltraTool": 150}),
     "paper": FeedbackExperiment(profile="paper", base="bert-base-uncased", llm="gpt-3.5-turbo-0125",
-                                train_feedback_requests=None, training=IterationConfig(batch_size=64)),
+                                train_feedback_requests=None, training=IterationConfig(batch_size=64),
+                                scale_llms=("qwen-0.5b", "qwen-1.5b", "gpt-3.5-turbo-0125")),
 }
 
 

@@ -181,22 +181,59 @@ def toolretriever_loop_trace_path(cfg, group: str, n: int | None) -> Path:
         f"{X._hash({'model': X.warmup_id(cfg), 'n': n, 'seed': cfg.sample_seed, 'corpus': cfg.toolbench_corpus, **X._llm_part(cfg)})}.jsonl"
 
 
-def toolretriever_loop_test(cfg, group: str, llm=None) -> Path:
+def toolretriever_loop_test(cfg, group: str, llm=None, n: int | None = None) -> Path:
     """The LLM's inference loop (§4.4: T rounds, K tools shown, the same prompts as Ours') on ``group``'s LLM sample
-    with the warm-up retriever and no "Iteration t" prefix: the loop's part without the feedback training. Resumable
-    (:func:`toolkit.feedback.stages.iterate_to_file`: the trace is rewritten after every chunk of instructions)."""
-    n = cfg.sample_size(group)
-    ds = X.test_datasets(cfg)[group].nested_sample(n, cfg.sample_seed)
+    (or its nested sample of ``n``) with the warm-up retriever and no "Iteration t" prefix: the loop's part without
+    the feedback training. Resumable (:func:`toolkit.feedback.stages.iterate_to_file`: the trace is rewritten after
+    every chunk of instructions).
+
+    The instructions are traced in the sample's shuffle order (``sample_order``), so the first k traced are the
+    nested sample of k: a trace in progress already covers the smaller samples (the LLM-scale rows' I2 sample). Each
+    instruction's loop is independent of the others, so the order changes no trace."""
+    n = cfg.sample_size(group) if n is None else n
+    full = X.test_datasets(cfg)[group]
+    ds = full.nested_sample(n, cfg.sample_seed)
     out = toolretriever_loop_trace_path(cfg, group, n)
     if X.trace_complete(out, ds.queries):
         return out
     model, stats = stages.warmup(cfg)
     llm = llm or stages.llm_client(cfg)
-    stages.iterate_to_file(ds.query_texts(), stages.dense_search(model, ds.corpus), ds.corpus, llm, out,
+    texts = ds.query_texts()
+    queries = {q: texts[q] for q in full.sample_order(cfg.sample_seed) if q in texts}
+    stages.iterate_to_file(queries, stages.dense_search(model, ds.corpus), ds.corpus, llm, out,
                            {"stage": "control-toolretriever-loop", "group": group, "n": len(ds.queries),
                             "model": X.warmup_id(cfg), "warmup_stats": stats, "llm": cfg.llm},
                            rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
     return out
+
+
+# --- is the LLM the limit? (issue 48 item 3) ----------------------------------------------------------
+
+def scale_row(llm: str) -> str:
+    """The row of the loop on ToolRetriever with LLM ``llm``."""
+    return f"{TOOLRETRIEVER_LOOP} ({llm})"
+
+
+def scale_runs(cfg, group: str = X.ABLATION_GROUP) -> list[tuple[str, object, int | None]]:
+    """(LLM, its configuration, the sample size its trace is named by) for each of ``cfg.scale_llms``: the fair LLM
+    step with that LLM. The profile's own LLM reads its whole-group trace (the main ToolRetriever + loop row; traced
+    in sample order, so its first ``scale_queries`` instructions are this sample); the others trace the sample alone."""
+    from dataclasses import replace
+
+    from toolkit.feedback.config import with_fair_feedback
+    fair = with_fair_feedback(cfg)
+    return [(name, replace(fair, llm=name), cfg.sample_size(group) if name == cfg.llm else cfg.scale_queries)
+            for name in cfg.scale_llms]
+
+
+def scale_parts(llms) -> tuple[tuple[str, str, str], ...]:
+    """The LLM-scale comparisons (column, a, b): the oracle (the ceiling) and each LLM's loop against ToolRetriever,
+    each larger LLM against the smallest, and the oracle against each LLM's loop."""
+    first = llms[0] if llms else None
+    return (("oracle - ToolRetriever", ORACLE_TOOLRETRIEVER, "ToolRetriever"),
+            *((f"loop ({m}) - ToolRetriever", scale_row(m), "ToolRetriever") for m in llms),
+            *((f"{m} - {first}", scale_row(m), scale_row(first)) for m in llms[1:]),
+            *((f"oracle - loop ({m})", ORACLE_TOOLRETRIEVER, scale_row(m)) for m in llms))
 
 
 def command(cfg, group: str | None = None) -> str:
@@ -233,8 +270,9 @@ DECOMPOSED = ("ndcg@1", "ndcg@3", "ndcg@5")
 
 
 def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
-                  metrics=DECOMPOSED):
-    """Per set and metric, each :data:`PARTS` difference on the queries both rows score, with n and paired p.
+                  metrics=DECOMPOSED, parts=PARTS):
+    """Per set and metric, each of ``parts`` (default :data:`PARTS`): its difference on the queries both rows score,
+    with n and paired p.
     ``per_query``: ``{set: {method: {metric: {qid: value}}}}`` (a missing method or metric: the part is left out).
     Returns a long frame: set, part, a, b, metric, n, diff, p."""
     import pandas as pd
@@ -243,7 +281,7 @@ def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
     rows = []
     for label, methods in per_query.items():
         for metric in metrics:
-            for part, a, b in PARTS:
+            for part, a, b in parts:
                 va, vb = (methods.get(m, {}).get(metric) for m in (a, b))
                 if not va or not vb:
                     continue

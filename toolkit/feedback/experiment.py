@@ -409,12 +409,17 @@ def pending_row(table: str, condition_label: str, group: str, command: str, why:
     return {"table": table, "condition": condition_label, "set": group, "needs": command, "why": why}
 
 
-def command(stage: str, cfg, group: str | None = None, table: str | None = None, label: str | None = None) -> str:
+def command(stage: str, cfg, group: str | None = None, table: str | None = None, label: str | None = None,
+            n: int | None = None) -> str:
+    """The command that writes a stage's trace for ``cfg``: ``--llm`` when cfg's LLM is not its profile's, ``--n``
+    for a sample other than the group's."""
     cond = f" --condition '{table}:{label}'" if table else ""
     grp = f" --group {group}" if group else ""
-    from toolkit.feedback.config import FAIR_FEEDBACK
+    from toolkit.feedback.config import FAIR_FEEDBACK, PROFILES
     fair = " --fair" if cfg.feedback == FAIR_FEEDBACK else ""
-    return f"python -m toolkit.feedback {stage} --profile {cfg.profile}{fair}{grp}{cond}"
+    llm = f" --llm {cfg.llm}" if cfg.llm != PROFILES[cfg.profile].llm else ""
+    size = f" --n {n}" if n is not None and group and n != cfg.sample_size(group) else ""
+    return f"python -m toolkit.feedback {stage} --profile {cfg.profile}{fair}{llm}{grp}{size}{cond}"
 
 
 def load_or_pending(path: Path, needed, pending: list, row: dict, partial: bool = False) -> dict[str, Trace] | None:

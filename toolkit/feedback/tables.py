@@ -111,8 +111,16 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
         if r.set == OFFLINE_SET:
             what = (f"{cfg.llm} offline feedback (no iteration prefix), K={cfg.feedback.k}, retrieved by {cfg.base} "
                     f"fine-tuned on ToolLens train (warm-up) -- these are its own training instructions")
+        elif r.method.startswith("ToolRetriever + loop"):     # the control, or one LLM of the LLM-scale rows
+            llm = r.method[len("ToolRetriever + loop ("):-1] if r.method.endswith(")") else cfg.llm
+            what = (f"{llm} loop with the fair LLM step, K={cfg.feedback.k}, T={cfg.training.rounds}, on {base} "
+                    f"fine-tuned on ToolLens train (warm-up), no feedback training, no prefix")
         elif r.method.startswith("ToolRetriever"):
             what = f"{base} fine-tuned on ToolLens train (warm-up)"
+        elif r.method.startswith("Oracle feedback"):
+            on = "the warm-up retriever, no prefix" if "ToolRetriever" in r.method else f"Ours' retriever ({base})"
+            what = (f"oracle refinements (each gold API's name and first description sentence), K={cfg.feedback.k}, "
+                    f"T={cfg.training.rounds}, on {on}")
         elif r.method == "Ours (T=0)":
             what = f"retriever {base} after iteration-aware training, 'Iteration 0' instructions, no feedback yet"
         else:

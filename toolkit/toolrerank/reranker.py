@@ -20,6 +20,8 @@ from toolkit.data.contract import RetrievalDataset
 from toolkit.training import (batches_no_duplicates, epoch_batches, set_threads, train_loop, trained,
                               write_stats)
 
+#: score_many shows sentence-transformers' progress bar from this many pairs (~15 s at the 38 pairs/s measured)
+PROGRESS_FROM_PAIRS = 500
 
 def sample_reranker_pairs(ds: RetrievalDataset, ranked: Mapping[str, list[str]], n_neg: int = 3, depth: int = 30,
                           seed: int = 0, n_pos: int = 0, per_positive: bool = False) -> list[tuple[str, str, float]]:
@@ -166,7 +168,8 @@ class Reranker:
         t = time.perf_counter()
         todo.sort(key=lambda qd: len(qd[0]) + len(self.text[qd[1]]))
         vals = self.model.predict([(q, self.text[d]) for q, d in todo], batch_size=self.batch_size,
-                                  activation_fn=torch.nn.Sigmoid(), show_progress_bar=False)
+                                  activation_fn=torch.nn.Sigmoid(),
+                                  show_progress_bar=len(todo) >= PROGRESS_FROM_PAIRS)
         self.seconds += time.perf_counter() - t
         self.pairs_scored += len(todo)
         for k, v in zip(todo, vals):

@@ -189,13 +189,13 @@ pd.DataFrame(pending) if pending else None
 # point: the yes/no decision and the refinement then rest on reasoning that stopped mid-way. The bar is at most 5 %.
 
 # %%
-caps = B.cap_rates(B.feedback_cache(cfg))
+caps = B.cap_rates_by_llm(cfg, (cfg.llm, *cfg.scale_llms))
 rec.extra["cap_rates"] = caps.to_dict("records")
 display(caps)
-for setting, g in caps.groupby("setting", sort=False):
+for (llm_name, setting), g in caps.groupby(["llm", "setting"], sort=False):
     over = g[g["share at the cap"] > 0.05]
-    print(f"{setting}: " + ("every step at or below 5 % at its cap" if over.empty else
-          "above the 5 % bar: " + "; ".join(f"{r.step} {r._6:.1%} of {r.answers:,} at {r._3} tokens"
+    print(f"{llm_name}, {setting}: " + ("every step at or below 5 % at its cap" if over.empty else
+          "above the 5 % bar: " + "; ".join(f"{r.step} {r._7:.1%} of {r.answers:,} at {r._4} tokens"
                                             for r in over.itertuples())))
 
 # %% [markdown]

@@ -187,6 +187,21 @@ def cap_rates(cache) -> "pd.DataFrame":
     return out
 
 
+def cap_rates_by_llm(cfg, llms) -> "pd.DataFrame":
+    """:func:`cap_rates` of each LLM in ``llms`` (its committed feedback cache; an LLM with no answers yet adds no
+    row), with an ``llm`` column first."""
+    from dataclasses import replace
+
+    import pandas as pd
+    frames = [cap_rates(feedback_cache(replace(cfg, llm=m))).assign(llm=m) for m in dict.fromkeys(llms)]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["llm", "setting", "step", "cap (tokens)", "answers", "at the cap",
+                                     "share at the cap"])
+    out = pd.concat(frames, ignore_index=True)
+    return out[["llm", *[c for c in out.columns if c != "llm"]]]
+
+
 def feedback_cache(cfg):
     """The profile's feedback answers, read-only: the committed cache (smoke: the echo answers' cache outside the
     repository, :func:`toolkit.feedback.stages.llm_client`), opened without loading a model."""

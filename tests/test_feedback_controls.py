@@ -242,3 +242,19 @@ def test_cap_rates_keep_the_fair_llm_steps_answers_apart_from_the_first_generati
     got = B.cap_rates(cache)
     assert list(got.setting) == ["fair", "first generation"]
     assert list(got.answers) == [2, 1] and list(got["share at the cap"]) == [0.0, 1.0]
+
+
+def test_cap_rates_by_llm_count_each_llms_own_answers_and_skip_one_without_any(tmp_path, monkeypatch):
+    from toolkit.feedback import budget as B
+    from toolkit.feedback.config import FAIR_FEEDBACK, config_for
+    from toolkit.feedback.round import first_turn
+    from toolkit.llm.cache import ResponseCache
+    caches = {m: ResponseCache(tmp_path, "feedback", m) for m in ("big", "small", "none")}
+    for m, fins in (("big", ["stop", "stop"]), ("small", ["length", "stop", "stop"])):
+        for i, fin in enumerate(fins):
+            prompt = [{"role": "user", "content": first_turn(f"do {m}{i}", [CORPUS["d0"]], FAIR_FEEDBACK)}]
+            caches[m].put("chat", prompt, {"max_tokens": 1024, "temperature": 0.0}, 0, "c", fin=fin)
+    monkeypatch.setattr(B, "feedback_cache", lambda cfg: caches[cfg.llm])
+    got = B.cap_rates_by_llm(config_for("standard"), ("big", "small", "none", "big"))
+    assert list(got.columns[:2]) == ["llm", "setting"] and list(got.llm) == ["big", "small"]
+    assert list(got.answers) == [2, 3] and got["share at the cap"].tolist() == [0.0, pytest.approx(1 / 3)]

@@ -126,7 +126,8 @@ def test_brevity_changes_the_prompts_but_not_the_committed_trace_names():
     brief = replace(cfg, feedback=replace(cfg.feedback, brevity="one-line"))
     assert X.test_trace_path(brief, "I2", None) != X.test_trace_path(cfg, "I2", None)
     # an old bench record: measured at the old values of the fields added since
-    assert B._priced({"k": 10}) == {"k": 10, "brevity": "none", "tool_format": "text", "unchanged": "retrieve"}
+    assert B._priced({"k": 10}) == {"k": 10, "brevity": "none", "tool_format": "text", "unchanged": "retrieve",
+                                    "reasoning_repeat_penalty": 1.0}
     with pytest.raises(ValueError, match="brevity"):
         FeedbackConfig(brevity="short")
 
@@ -258,3 +259,18 @@ def test_cap_rates_by_llm_count_each_llms_own_answers_and_skip_one_without_any(t
     got = B.cap_rates_by_llm(config_for("standard"), ("big", "small", "none", "big"))
     assert list(got.columns[:2]) == ["llm", "setting"] and list(got.llm) == ["big", "small"]
     assert list(got.answers) == [2, 3] and got["share at the cap"].tolist() == [0.0, pytest.approx(1 / 3)]
+
+
+def test_the_repetition_penalty_reaches_the_reasoning_steps_only_and_keeps_old_names():
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.config import FAIR_FEEDBACK
+    assert FAIR_FEEDBACK.sampling("comprehension").repeat_penalty == 1.1
+    assert FAIR_FEEDBACK.sampling("assessment").repeat_penalty == 1.1
+    assert FAIR_FEEDBACK.sampling("decision").repeat_penalty == 1.0
+    assert FAIR_FEEDBACK.sampling("refinement").repeat_penalty == 1.0
+    off = FeedbackConfig()
+    assert "reasoning_repeat_penalty" not in X.feedback_key(off)            # old traces keep their names
+    assert X.feedback_key(FAIR_FEEDBACK)["reasoning_repeat_penalty"] == 1.1
+    assert off.sampling("assessment").key() == FeedbackConfig().sampling("assessment").key()
+    with pytest.raises(ValueError, match="reasoning_repeat_penalty"):
+        FeedbackConfig(reasoning_repeat_penalty=0)

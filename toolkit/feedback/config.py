@@ -122,9 +122,12 @@ PROFILES = {
 # at 128), 76.3 s per round; so assessment and refinement get 512 and 192 (a first bench at 640/384/24/128 with
 # the document text: 3 of 24 comprehension answers capped). The caps bound the answers, not the cost: median answers
 # were 318 / 194 / 8 / 62 tokens.
+# Steps 1-2 decode with llama.cpp's repetition penalty 1.1 (reasoning_repeat_penalty): the first 0.5B loop on I2
+# (2026-12-02, penalty off) cut 7 of its first 13 assessment answers at 512 tokens, each a sentence repeated to the
+# cap; the same 13 prompts with 1.1 ended 0 of 13 at the cap (127 s for the 13). The 1.5B bench above ran with it off.
 FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension_tokens=1024, assessment_tokens=512,
                                decision_tokens=24, refinement_tokens=192, refine_wording="enrich",
-                               tool_format="fields", unchanged="na")
+                               tool_format="fields", unchanged="na", reasoning_repeat_penalty=1.1)
 
 
 def fair_config(profile: str = "standard", **overrides) -> FeedbackExperiment:

@@ -89,7 +89,8 @@ def model_id(cfg) -> str:
 
 # FeedbackConfig fields added after traces were committed, with the value those traces were made with: at that value
 # a field stays out of the trace names, so the committed traces keep theirs
-LATER_FEEDBACK_FIELDS = {"brevity": "none", "tool_format": "text", "unchanged": "retrieve"}
+LATER_FEEDBACK_FIELDS = {"brevity": "none", "tool_format": "text", "unchanged": "retrieve",
+                         "reasoning_repeat_penalty": 1.0}
 
 
 def feedback_key(feedback) -> dict:

@@ -54,6 +54,9 @@ class FeedbackConfig:
     tool_format: str = "fields"        # how a shown tool reads (toolkit.llm.prompts.format_tools): "fields", its names
                                        # once, its description, then its parameters as room allows; "text", the
                                        # first generation's names + the document text (which repeats the names)
+    reasoning_repeat_penalty: float = 1.0   # llama.cpp's repetition penalty on steps 1-2 (free-form reasoning; 1.0 =
+                                       # off); steps 3-4 keep 1.0: "1) yes 2) yes" and a refinement that copies the
+                                       # instruction repeat by design
     unchanged: str = "na"              # a refinement identical to the instruction it refines: "na" ends the loop as
                                        # "N/A" does (nothing new to retrieve); "retrieve", the first generation's:
                                        # retrieved again under the next "Iteration t" prefix (toolkit.feedback.loop)
@@ -70,6 +73,9 @@ class FeedbackConfig:
                              f"got {self.brevity!r}")
         if self.tool_format not in prompts.TOOL_FORMATS:
             raise ValueError(f"FeedbackConfig.tool_format must be one of {prompts.TOOL_FORMATS}, got {self.tool_format!r}")
+        if not self.reasoning_repeat_penalty > 0:
+            raise ValueError(f"FeedbackConfig.reasoning_repeat_penalty must be > 0 (1.0 = off), got "
+                             f"{self.reasoning_repeat_penalty}")
         if self.unchanged not in UNCHANGED:
             raise ValueError(f"FeedbackConfig.unchanged must be one of {UNCHANGED}, got {self.unchanged!r}")
         if self.refine_wording not in prompts.FEEDBACK_REFINE_WORDINGS:
@@ -77,7 +83,9 @@ class FeedbackConfig:
                              f"{tuple(prompts.FEEDBACK_REFINE_WORDINGS)}, got {self.refine_wording!r}")
 
     def sampling(self, step: str) -> Sampling:
-        return Sampling(temperature=0.0, top_p=1.0, max_tokens=getattr(self, f"{step}_tokens"), seed=0)
+        rp = self.reasoning_repeat_penalty if step in ("comprehension", "assessment") else 1.0
+        return Sampling(temperature=0.0, top_p=1.0, max_tokens=getattr(self, f"{step}_tokens"), seed=0,
+                        repeat_penalty=rp)
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,10 @@ PROFILES = {
 # Steps 1-2 decode with llama.cpp's repetition penalty 1.1 (reasoning_repeat_penalty): the first 0.5B loop on I2
 # (2026-12-02, penalty off) cut 7 of its first 13 assessment answers at 512 tokens, each a sentence repeated to the
 # cap; the same 13 prompts with 1.1 ended 0 of 13 at the cap (127 s for the 13). The 1.5B bench above ran with it off.
-FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension_tokens=1024, assessment_tokens=512,
+# In the loop with the penalty (step 1's answers changed with it) 5 of the first 16 0.5B assessments still reached 512
+# tokens, no longer a loop but the ten tools' parameters listed one by one, so assessment gets 1024 like comprehension
+# (a cap bounds an answer, it costs nothing on answers that end before it).
+FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension_tokens=1024, assessment_tokens=1024,
                                decision_tokens=24, refinement_tokens=192, refine_wording="enrich",
                                tool_format="fields", unchanged="na", reasoning_repeat_penalty=1.1)
 

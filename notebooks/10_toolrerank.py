@@ -555,6 +555,47 @@ if not cfg.variants:
     print("no reranker variants in this profile (variants = ())")
 
 # %% [markdown]
+# ## The reranker's training budget: the same reranker on every training query
+#
+# This run's reranker is the chosen screen variant, trained on `variant_setup`'s 2,000 training queries (the first
+# runs' reranker saw about 12 times as many pairs). The budget control retrains the same reranker with `budget_setup`
+# (standard: `ce_queries=0`, every training query) and changes nothing else: split, DPR, classifier, and this run's own
+# dev and test samples (`toolkit.toolrerank.budget`). Per method: Recall@5 at this run's budget and at the full one,
+# the difference in points and its paired p (per-query sign flips; DPR's row must read 0, a check of the pairing),
+# each reranking method against DPR at the full budget, and the claims judged again. Without its score cache the
+# section is pending with the command that writes it.
+
+# %%
+from toolkit.toolrerank import budget as budget_mod  # noqa: E402
+
+budget_run = budget_rows = budget_pending = None
+if cfg.budget_setup and not cfg.toolbench_release_dir:
+    t = time.perf_counter()
+    budget_run = budget_mod.run_budget(cfg, train_missing=cfg.budget_train_missing)
+    stage_s["budget control (replay or train)"] = time.perf_counter() - t
+if budget_run is not None:
+    budget_pairs = budget_mod.pairs_of(budget_run.draw.training)
+    budget_rows = budget_mod.comparison_table(per_query, budget_run.per_query)
+    budget_mod.record_budget(rec, budget_rows, budget_pairs)
+    budget_vs_dpr = budget_mod.versus_dpr(budget_run.per_query)
+    budget_claims = budget_mod.claims_table(rec.extra["claims"], budget_run.draw)
+    rec.extra["budget"] = {"budget_setup": dict(cfg.budget_setup), "train_pairs": budget_pairs,
+                           "main_train_pairs": budget_mod.pairs_of(training_stats),
+                           "best": budget_run.draw.best, "training": budget_run.draw.training,
+                           "versus_dpr": budget_vs_dpr.reset_index().to_dict("records"),
+                           "claims": budget_claims.reset_index().to_dict("records")}
+    print(f"budget_setup {dict(cfg.budget_setup)}: reranker trained on {budget_pairs} pairs (this run's: "
+          f"{budget_mod.pairs_of(training_stats)}); ToolRerank's configuration from its own dev grid: "
+          f"{budget_run.draw.best}")
+    display(budget_rows.round(3), budget_vs_dpr.round(3), budget_claims)
+elif cfg.budget_setup and not cfg.toolbench_release_dir:
+    budget_pending = budget_mod.budget_command(cfg)
+    print(f"pending: no budget-control score cache; write it with: {budget_pending}")
+else:
+    print("no budget control in this profile (budget_setup = {})")
+rec.extra["budget_pending"] = budget_pending
+
+# %% [markdown]
 # ## The reranker alone: weaker than the retriever before any truncation?
 #
 # For `alone_queries` queries per subset, every API of the test library (`alone_library`: all of it unless capped) is
@@ -730,6 +771,11 @@ if spread is not None and len(drawn) > 1:
              f"Claims whose verdict changes with the draw: {'; '.join(unstable) or 'none'}.\n")
 elif draws_pending:
     text += f"\n**Held-out draws:** {len(draws_pending)} of {len(cfg.draw_seeds)} pending (see above).\n"
+if budget_rows is not None:
+    text += "\n" + budget_mod.reading(budget_rows, budget_vs_dpr, budget_pairs, budget_mod.pairs_of(training_stats),
+                                     budget_setup=cfg.budget_setup) + "\n"
+elif budget_pending:
+    text += f"\n**The reranker's budget:** pending (`{budget_pending}`).\n"
 if category_rows is not None and len(drawn) > 1:
     pooled_ = category_rows.xs("I1-Cat + I2-Cat", level="subset")
     pooled_ = pooled_[pooled_["n"] > 0]

@@ -19,7 +19,10 @@ trains one reranker variant (``toolkit.toolrerank.variants``: the main split and
 whole of ToolLens into the committed score cache (``toolkit.toolrerank.dpr_vectors``): a variant, the alone scores or
 a retrained reranker on this split then run on a fresh machine without retraining the DPR. ``--alone`` scores the profile's ``alone_queries`` per subset against the whole library
 with the DPR and the reranker (of the main configuration, or of ``--variant``) and writes the committed
-file notebook 10's reranker-alone table replays (``toolkit.toolrerank.alone``).
+file notebook 10's reranker-alone table replays (``toolkit.toolrerank.alone``). ``--budget`` trains the budget
+control (``toolkit.toolrerank.budget``: the main reranker retrained with the profile's ``budget_setup``, e.g. on every
+training query) and scores the main run's dev and test samples with it into its committed score cache; run
+``--set ce_queries=0`` (the standard ``budget_setup``) first to train and pre-score it resumably, then ``--budget``.
 """
 from __future__ import annotations
 
@@ -51,6 +54,9 @@ def main() -> None:
     ap.add_argument("--headtohead", action="store_true",
                     help="score notebook 50's common set (I1/I2/I3 over the library, UltraTool) with this profile's "
                          "models and save it (toolkit.toolrerank.headtohead); notebook 10's score cache must exist")
+    ap.add_argument("--budget", action="store_true",
+                    help="train and score the budget control (toolkit.toolrerank.budget: the main reranker retrained "
+                         "with the profile's budget_setup) on the main run's samples and write its score cache")
     ap.add_argument("--export-dpr", action="store_true",
                     help="after training, write the DPR's vectors of every ToolLens text to data/score_cache/toolrerank "
                          "(toolkit.toolrerank.dpr_vectors), so later runs on this split need no DPR weights")
@@ -79,6 +85,14 @@ def main() -> None:
         t0 = time.time()
         path = headtohead.score(cfg, sets, log=lambda m: print(m, flush=True))
         print("done", path, f"{time.time() - t0:.0f} s", flush=True)
+        return
+    if args.budget:
+        from toolkit.toolrerank.budget import pairs_of, run_budget
+        t0 = time.time()
+        run = run_budget(cfg, train_missing=True, log=lambda m: print(m, flush=True))
+        print("done", json.dumps({"budget_setup": cfg.budget_setup, "replayed": run.draw.replayed,
+                                  "train_pairs": pairs_of(run.draw.training), "recall": run.draw.recall,
+                                  "wall_s": round(time.time() - t0, 1)}), flush=True)
         return
     if args.variant is not None:
         from toolkit.toolrerank.variants import run_variant

@@ -47,6 +47,10 @@ class ExperimentConfig:
     alone_library: int | None = None       # cap on the library those queries are scored against (their gold APIs and
                                            # a seeded sample of the others; smoke); None: the whole library
     alone_train_missing: bool = True       # score them in the notebook when no file holds them (else: pending)
+    # the budget control (toolkit.toolrerank.budget): the main reranker retrained with these Setup changes (ce_* only,
+    # e.g. ce_queries=0: every training query), everything else and the evaluation samples the main run's
+    budget_setup: dict = field(default_factory=dict)   # {} = no budget control
+    budget_train_missing: bool = True      # train and score it in the notebook when no score cache holds it (else: pending)
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_NAMES:
@@ -67,11 +71,13 @@ class ExperimentConfig:
         if unknown or len(set(self.variants)) != len(self.variants):
             raise ValueError(f"10_toolrerank parameter variants must be distinct names of {sorted(VARIANTS)}, "
                              f"got {list(self.variants)}")
-        not_ce = [k for k in self.variant_setup if not k.startswith("ce_")]
-        if not_ce:
-            raise ValueError(f"10_toolrerank variant_setup may change reranker fields (ce_*) only, so every variant "
-                             f"shares the main DPR; got {not_ce}")
         overridden("10_toolrerank variant_setup", self.setup, dict(self.variant_setup), fixed=("profile", "seed"))
+        for name_, over in (("variant_setup", self.variant_setup), ("budget_setup", self.budget_setup)):
+            not_ce = [k for k in over if not k.startswith("ce_")]
+            if not_ce:
+                raise ValueError(f"10_toolrerank {name_} may change reranker fields (ce_*) only, so it shares the "
+                                 f"main DPR and classifier; got {not_ce}")
+        overridden("10_toolrerank budget_setup", self.setup, dict(self.budget_setup), fixed=("profile", "seed"))
         if self.eval_seed < 0:
             raise ValueError(f"10_toolrerank parameter eval_seed must be >= 0, got {self.eval_seed}")
 
@@ -91,12 +97,14 @@ SMOKE_VARIANTS = ("fine-tuned DPR + fresh head", "MiniLM + library random negati
 FIRST_RUN_STANDARD = ExperimentConfig(profile="standard", setup=SETUPS["standard"], subset_queries=None,
                                       dev_queries=None, transfer_queries=None, draw_seeds=(0, 1, 2),
                                       draw_setup=STANDARD_DRAW_SETUP, draw_subset_queries=100, draw_dev_queries=200,
-                                      draw_train_missing=False, variant_train_missing=False, alone_train_missing=False)
+                                      draw_train_missing=False, variant_train_missing=False, alone_train_missing=False,
+                                      budget_train_missing=False)
 PROFILES = {
     # smoke: the plumbing in about two minutes on a cold cache -- reranker scoring (queries x depth pairs) is most of it
     "smoke": ExperimentConfig(profile="smoke", setup=SETUPS["smoke"], draw_seeds=(0, 1), draw_subset_queries=1,
                               draw_dev_queries=3, variants=SMOKE_VARIANTS, variant_subset_queries=1,
-                              variant_dev_queries=1, alone_queries=1, alone_library=30),
+                              variant_dev_queries=1, alone_queries=1, alone_library=30,
+                              budget_setup={"ce_queries": 32}),   # twice the smoke reranker's 16: the plumbing
     "paper": ExperimentConfig(profile="paper", setup=SETUPS["paper"], subset_queries=None, dev_queries=600,
                               transfer_queries=None),
 }
@@ -125,7 +133,7 @@ PROFILES = {
 # variant (ce_queries=2000 and its fields), the same model. At the screen's 4,000-6,000 pairs every variant's
 # Rerank-10 stayed under the DPR (2026-12-02), where the first runs' draws, at ~19-22k pairs, matched it: the chosen
 # start on every training query (~26k pairs with its random negatives, ~52 min) did not fit after the screen in
-# that session, and is the next run (scripts/train_toolrerank.py --set ce_queries=0).
+# that session: it is the budget control (budget_setup, toolkit.toolrerank.budget; scripts/train_toolrerank.py --budget).
 FAIR_STANDARD = {**STANDARD_DRAW_SETUP, "ce_queries": 2000, "ce_random_neg": 1,  # the chosen variant
                  "subset_queries": 100, "dev_queries": 200,
                  "transfer_queries": 50, "dev_pool": "seen", "n_heldout_categories": 3, "category_draw": "block",
@@ -133,7 +141,8 @@ FAIR_STANDARD = {**STANDARD_DRAW_SETUP, "ce_queries": 2000, "ce_random_neg": 1, 
                               "pretrained mpnet + fresh head", "MiniLM + library random negatives"),
                  "variant_setup": {"ce_epochs": 1, "ce_pos": 1, "ce_neg": 1, "ce_queries": 2000},
                  "variant_subset_queries": 25, "variant_dev_queries": 50,
-                 "alone_queries": 20, "transfer_corpus": "library"}
+                 "alone_queries": 20, "transfer_corpus": "library",
+                 "budget_setup": {"ce_queries": 0}}
 
 
 def _with(base: ExperimentConfig, overrides: dict) -> ExperimentConfig:

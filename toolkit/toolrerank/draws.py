@@ -52,6 +52,7 @@ class Draw:
     dev_recall: dict[str, float] = field(default_factory=dict)   # method -> Recall@5 on the dev sample
     subset_recall: dict[str, dict[str, float]] = field(default_factory=dict)   # method -> subset -> Recall@5
     by_category: list[dict] = field(default_factory=list)   # tables.by_category rows: held-out category x subset
+    claim_p: dict[str, str] = field(default_factory=dict)   # claim -> its paired p (evaluate_draw with per_query)
 
 
 def draw_config(cfg, seed: int):
@@ -66,16 +67,20 @@ def draw_command(cfg, seed: int) -> str:
     return f"python scripts/train_toolrerank.py --profile {cfg.profile} --draw {seed}"
 
 
-def evaluate_draw(seed: int, split, cands: dict, training: dict | None = None, replayed: bool = True) -> Draw:
-    """Grid search on the draw's dev candidates, then coverage, Recall@5 rows and claims on the subsets."""
+def evaluate_draw(seed: int, split, cands: dict, training: dict | None = None, replayed: bool = True,
+                  per_query: dict | None = None) -> Draw:
+    """Grid search on the draw's dev candidates, then coverage, Recall@5 rows and claims on the subsets. With
+    ``per_query`` (a dict, filled as :func:`tables.table3` fills it) each claim also gets its paired p (``claim_p``)."""
     from . import analysis, tables
     from .pipeline import grid_search
     cands = dict(cands)
     dev = cands.pop("dev")
     best, _ = grid_search(dev, tables.GRID)
-    t3 = tables.table3(cands, {}, best)
-    t5, t6, t7 = tables.table5(cands, best), tables.table6(cands, best), tables.table7(cands, best)
-    verdicts = {r["claim"]: r["holds"] for r in analysis.claims(t3, t5, t6, t7, tables.fig1a(cands))}
+    t3 = tables.table3(cands, {}, best, per_query)
+    t5, t6, t7 = (tables.table5(cands, best, per_query), tables.table6(cands, best, per_query),
+                  tables.table7(cands, best, per_query))
+    rows = analysis.claims(t3, t5, t6, t7, tables.fig1a(cands), per_query=per_query)
+    verdicts = {r["claim"]: r["holds"] for r in rows}
     coverage = {part: analysis.gold_in_top({k: cands[k] for k in names}, 10)
                 for part, names in (("seen", SEEN_SUBSETS), ("unseen", UNSEEN_SUBSETS))}
     recall = {m: {a: t3[m][a]["recall@5"] for a in RECALL_AVERAGES} for m in tables.methods(best)}
@@ -89,7 +94,8 @@ def evaluate_draw(seed: int, split, cands: dict, training: dict | None = None, r
                 {"categories": list(split.heldout_categories), "tools": len(split.heldout_tools),
                  "test_queries": category_counts(split)},
                 training or {}, replayed, dev_recall, subset_recall,
-                tables.by_category(cands, best, split.heldout_categories, CATEGORY_SUBSETS))
+                tables.by_category(cands, best, split.heldout_categories, CATEGORY_SUBSETS),
+                {r["claim"]: r["p"] for r in rows if r.get("p")} if per_query is not None else {})
 
 
 def run_draw(cfg, seed: int, train_missing: bool = False, log=None) -> Draw | None:
@@ -101,11 +107,11 @@ def run_draw(cfg, seed: int, train_missing: bool = False, log=None) -> Draw | No
                       {"draw_seed": seed})
 
 
-def run_config(dcfg, path_of, seed: int, train_missing: bool = False, log=None, meta: dict | None = None
-               ) -> Draw | None:
-    """Evaluate one configuration (a draw, a reranker variant) on its own split and sample: replay the score cache
-    at ``path_of(split)``, or (``train_missing``) train its models and write that cache; ``None`` when it has no
-    cache and may not train. ``seed`` labels the result."""
+def evaluate_config(dcfg, path_of, evaluate, train_missing: bool = False, log=None, meta: dict | None = None):
+    """``evaluate(split, cands, training stats, replayed)`` of one configuration's candidates on its own split and
+    sample (dev + the six subsets): replayed from the score cache at ``path_of(split)``, or (``train_missing``) from its
+    trained models, the cache written after ``evaluate`` so it keeps the scores the evaluation asked for on demand;
+    ``None`` when it has no cache and may not train."""
     from . import score_cache
     from .experiment import eval_sets, load_models, toollens_split, train_all
     from .pipeline import candidates
@@ -117,8 +123,7 @@ def run_config(dcfg, path_of, seed: int, train_missing: bool = False, log=None, 
     if not path.is_file() and (main := score_cache.cache_path(dcfg, split)).is_file():
         path = main   # same key: the main run's models on the same samples (issue 50: draw 0 is the main split)
     if path.is_file():
-        return evaluate_draw(seed, split, score_cache.load(path, sets, seen),
-                             score_cache.meta(path).get("training", {}), replayed=True)
+        return evaluate(split, score_cache.load(path, sets, seen), score_cache.meta(path).get("training", {}), True)
     if not train_missing:
         return None
     models = train_all(split, dcfg.setup, log=log)
@@ -127,9 +132,18 @@ def run_config(dcfg, path_of, seed: int, train_missing: bool = False, log=None, 
     retr = make_retriever()
     cands = score_cache.quantize({name: candidates(ds, retr, reranker, seen, classifier, depth=dcfg.depth, log=None)
                                   for name, ds in sets.items()})
-    draw = evaluate_draw(seed, split, cands, models.stats, replayed=False)
+    result = evaluate(split, cands, models.stats, False)
     score_cache.save(path, cands, meta={"training": models.stats, **(meta or {})})   # incl. on-demand scores
-    return draw
+    return result
+
+
+def run_config(dcfg, path_of, seed: int, train_missing: bool = False, log=None, meta: dict | None = None
+               ) -> Draw | None:
+    """Evaluate one configuration (a draw, a reranker variant) on its own split and sample
+    (:func:`evaluate_config` with :func:`evaluate_draw`); ``None`` when it has no cache and may not train.
+    ``seed`` labels the result."""
+    return evaluate_config(dcfg, path_of, lambda split, cands, training, replayed:
+                           evaluate_draw(seed, split, cands, training, replayed=replayed), train_missing, log, meta)
 
 
 def spread_table(draws: Sequence[Draw]) -> pd.DataFrame:

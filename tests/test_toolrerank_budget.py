@@ -58,6 +58,7 @@ def test_the_reading_follows_the_numbers(full_r10, expect):
                                                     budget_setup={"ce_queries": 32})
     if full_r10 == 0.0:
         assert "closing 100 % of Rerank-10's gap" in text
+    assert "Rerank-30, Rerank-50, ToolRerank still lose to DPR" in text        # MAIN's deeper lists stay below
 
 
 def test_the_budget_config_changes_the_reranker_only_and_keeps_the_samples():

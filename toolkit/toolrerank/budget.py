@@ -141,11 +141,15 @@ def reading(table: pd.DataFrame, vs_dpr: pd.DataFrame, pairs: int | None, main_p
     d10 = vs_dpr.loc["Rerank-10"]
     diff10, p10 = d10[f"{part} minus DPR"], d10["p"]
     if p10 >= alpha:
-        verdict = "Rerank-10 is within noise of DPR at the full budget: the budget explains the main run's loss"
+        verdict = "Rerank-10 is within noise of DPR at the full budget: the budget explains its loss"
     elif diff10 > 0:
-        verdict = "reranking helps at the full budget: the main run's loss was its budget"
+        verdict = "reranking helps at the full budget: Rerank-10's loss was its budget"
     else:
-        verdict = "the loss to DPR remains at the full budget: the budget does not explain it"
+        verdict = "Rerank-10's loss to DPR remains at the full budget: the budget does not explain it"
+    below = [m for m in vs_dpr.index if m != "Rerank-10" and vs_dpr.loc[m, "p"] < alpha
+             and vs_dpr.loc[m, f"{part} minus DPR"] < 0]
+    if below:
+        verdict += f"; {', '.join(below)} still lose to DPR at p < {alpha}"
     moves = "; ".join(f"{m} {table.loc[m, f'{part} main']:.1f} → {table.loc[m, f'{part} full']:.1f} "
                       f"({table.loc[m, f'{part} diff']:+.1f}, {p_str(table.loc[m, f'{part} p'])})"
                       for m in table.index if m != "DPR")

@@ -576,7 +576,7 @@ if cfg.budget_setup and not cfg.toolbench_release_dir:
 if budget_run is not None:
     budget_pairs = budget_mod.pairs_of(budget_run.draw.training)
     budget_rows = budget_mod.comparison_table(per_query, budget_run.per_query)
-    budget_mod.record_budget(rec, budget_rows, budget_pairs)
+    budget_mod.record_budget(rec, budget_rows, budget_pairs, cfg.budget_setup)
     budget_vs_dpr = budget_mod.versus_dpr(budget_run.per_query)
     budget_claims = budget_mod.claims_table(rec.extra["claims"], budget_run.draw)
     rec.extra["budget"] = {"budget_setup": dict(cfg.budget_setup), "train_pairs": budget_pairs,

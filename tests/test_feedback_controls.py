@@ -156,7 +156,7 @@ def test_toolretriever_loop_runs_the_llm_loop_on_the_warmup_retriever_without_pr
     seen = {}
 
     def fake_iterate_to_file(queries, search, corpus, llm, out, meta, prefix=True, **kw):
-        seen.update(queries=dict(queries), prefix=prefix, meta=meta, llm=llm, rounds=kw["rounds"])
+        seen.update(queries=dict(queries), prefix=prefix, meta=meta, llm=llm, rounds=kw["rounds"], chunk=kw["chunk"])
         out.write_text("")
         return {}
     monkeypatch.setattr(X, "TRACE_DIR", tmp_path)
@@ -174,6 +174,9 @@ def test_toolretriever_loop_runs_the_llm_loop_on_the_warmup_retriever_without_pr
     assert seen["prefix"] is False and seen["llm"] == "the-llm" and seen["meta"]["model"] == "warmup-abc"
     assert seen["queries"] == {"q1": "weather in Paris", "q2": "a concert"} and seen["rounds"] == cfg.training.rounds
     assert list(seen["queries"]) == ["q2", "q1"]            # traced in the sample's order, not the dataset's
+    assert seen["chunk"] == 20
+    C.toolretriever_loop_test(cfg, "I2", llm="the-llm", chunk=8)
+    assert seen["chunk"] == 8                              # --chunk: instructions per trace write
     # other feedback settings (caps, wording) are another trace
     from dataclasses import replace
     other = replace(cfg, feedback=replace(cfg.feedback, comprehension_tokens=cfg.feedback.comprehension_tokens + 1))

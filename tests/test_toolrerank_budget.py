@@ -78,3 +78,20 @@ def test_the_budget_config_changes_the_reranker_only_and_keeps_the_samples():
         budget.budget_config(config_for("standard", budget_setup={}))
     with pytest.raises(TypeError, match="budget_setup parameter 'ce_queries' must be int"):
         config_for("standard", budget_setup={"ce_queries": "all"})    # checked by type like any override
+
+
+def test_the_recorded_cells_are_fractions_with_their_n():
+    class Rec:
+        cells: list = []
+
+        def add(self, **kw):
+            self.cells.append(kw)
+    rec = Rec()
+    t = budget.comparison_table(_per_query(MAIN), _per_query({**MAIN, "Rerank-10": 0.0}))
+    budget.record_budget(rec, t, 26292, {"ce_queries": 0})
+    assert len(rec.cells) == len(budget.METHODS) * len(budget.PARTS) * 3
+    cell = {(c["dataset"], c["method"], c["metric"]): c for c in rec.cells}
+    assert cell[("all-avg", "Rerank-10", "recall@5_diff")]["value"] == pytest.approx(0.10, abs=0.005)
+    assert cell[("all-avg", "DPR", "p_full_vs_main")]["value"] == 1.0
+    assert all(c["n_queries"] == 40 * len(SUBSETS) and "every training query (26292 pairs)" in c["note"]
+               for c in rec.cells)

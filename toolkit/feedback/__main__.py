@@ -127,12 +127,15 @@ def main(argv: list[str] | None = None) -> int:
                    "TOOLKIT_LLM_BACKEND=openai); its traces have their own names")
     p.add_argument("--n", type=int_at_least(1), default=None,
                    help="toolretriever-loop: the group's nested sample of N instructions (default: the profile's)")
+    p.add_argument("--chunk", type=int_at_least(1), default=20,
+                   help="toolretriever-loop: instructions per trace write (a killed run loses at most one chunk)")
     args = p.parse_args(argv)
     over = {"llm": args.llm} if args.llm else {}
     cfg = parse_condition(fair_config(args.profile, **over) if args.fair else config_for(args.profile, **over),
                           args.condition)
-    if args.n is not None and args.stage != "toolretriever-loop":
-        p.error(f"--n is for toolretriever-loop, not {args.stage}")
+    for flag, value, default in (("--n", args.n, None), ("--chunk", args.chunk, 20)):
+        if value != default and args.stage != "toolretriever-loop":
+            p.error(f"{flag} is for toolretriever-loop, not {args.stage}")
     groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
     if args.group is not None and args.group not in groups:     # a typo is an error for every stage, status too
         p.error(f"--group {args.group!r} is not a group; groups: {', '.join(groups)} (All is the union of I1-I3)")
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         stages.toolretriever(cfg, args.group)
     elif args.stage == "toolretriever-loop":
         from toolkit.feedback import controls
-        controls.toolretriever_loop_test(cfg, args.group, n=args.n)
+        controls.toolretriever_loop_test(cfg, args.group, n=args.n, chunk=args.chunk)
     elif args.stage == "controls":
         from toolkit.feedback import controls
         controls.run_all(cfg, [args.group] if args.group else None)

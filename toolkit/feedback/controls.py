@@ -181,11 +181,11 @@ def toolretriever_loop_trace_path(cfg, group: str, n: int | None) -> Path:
         f"{X._hash({'model': X.warmup_id(cfg), 'n': n, 'seed': cfg.sample_seed, 'corpus': cfg.toolbench_corpus, **X._llm_part(cfg)})}.jsonl"
 
 
-def toolretriever_loop_test(cfg, group: str, llm=None, n: int | None = None) -> Path:
+def toolretriever_loop_test(cfg, group: str, llm=None, n: int | None = None, chunk: int = 20) -> Path:
     """The LLM's inference loop (§4.4: T rounds, K tools shown, the same prompts as Ours') on ``group``'s LLM sample
     (or its nested sample of ``n``) with the warm-up retriever and no "Iteration t" prefix: the loop's part without
     the feedback training. Resumable (:func:`toolkit.feedback.stages.iterate_to_file`: the trace is rewritten after
-    every chunk of instructions).
+    every ``chunk`` instructions; a smaller chunk loses less of a killed run, a larger one keeps the LLM slots fuller).
 
     The instructions are traced in the sample's shuffle order (``sample_order``), so the first k traced are the
     nested sample of k: a trace in progress already covers the smaller samples (the LLM-scale rows' I2 sample). Each
@@ -203,7 +203,7 @@ def toolretriever_loop_test(cfg, group: str, llm=None, n: int | None = None) -> 
     stages.iterate_to_file(queries, stages.dense_search(model, ds.corpus), ds.corpus, llm, out,
                            {"stage": "control-toolretriever-loop", "group": group, "n": len(ds.queries),
                             "model": X.warmup_id(cfg), "warmup_stats": stats, "llm": cfg.llm},
-                           rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False)
+                           rounds=cfg.training.rounds, cfg=cfg.feedback, prefix=False, chunk=chunk)
     return out
 
 

@@ -108,16 +108,16 @@ def claims_table(main_claims: list[dict], draw) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("claim")
 
 
-def record_budget(rec, table: pd.DataFrame, pairs: int | None) -> None:
+def record_budget(rec, table: pd.DataFrame, pairs: int | None, budget_setup: dict) -> None:
     """Our own cells (table ``budget``): each method's Recall@5 at the full budget, its difference to the main budget
     and that difference's p, per average (fractions)."""
+    note = f"reranker retrained {describe(budget_setup)} ({pairs} pairs) vs the main run's; the same queries"
     for m, row in table.iterrows():
         for part in PARTS:
-            for what, scale in (("full", 100), ("diff", 100), ("p", 1)):
-                rec.add(paper="toolrerank", table="budget", dataset=part, method=m,
-                        metric=f"recall@5_{what}" if what != "p" else "p_full_vs_main", value=float(row[f"{part} {what}"]) / scale,
-                        n_queries=int(row["n"]), ours_only=True,
-                        note=f"reranker retrained on every training query ({pairs} pairs) vs the main run's; same queries")
+            for what, metric, scale in (("full", "recall@5_full", 100), ("diff", "recall@5_diff", 100),
+                                        ("p", "p_full_vs_main", 1)):
+                rec.add(paper="toolrerank", table="budget", dataset=part, method=m, metric=metric,
+                        value=float(row[f"{part} {what}"]) / scale, n_queries=int(row["n"]), ours_only=True, note=note)
 
 
 def p_str(p: float) -> str:

@@ -213,11 +213,16 @@ def test_the_feedback_cli_takes_another_llm_and_a_sample_size_for_the_loop_only(
     from toolkit.feedback import controls
     from toolkit.feedback.__main__ import main
     got = {}
-    monkeypatch.setattr(controls, "toolretriever_loop_test", lambda cfg, group, n=None: got.update(cfg=cfg, n=n))
+    monkeypatch.setattr(controls, "toolretriever_loop_test",
+                        lambda cfg, group, n=None, chunk=20: got.update(cfg=cfg, n=n, chunk=chunk))
     main(["toolretriever-loop", "--profile", "standard", "--fair", "--llm", "qwen-0.5b", "--group", "I2", "--n", "60"])
-    assert got["cfg"].llm == "qwen-0.5b" and got["n"] == 60
+    assert got["cfg"].llm == "qwen-0.5b" and got["n"] == 60 and got["chunk"] == 20
+    main(["toolretriever-loop", "--profile", "standard", "--fair", "--group", "I2", "--chunk", "8"])
+    assert got["chunk"] == 8 and got["n"] is None
     with pytest.raises(SystemExit):
         main(["status", "--n", "60"])
+    with pytest.raises(SystemExit):
+        main(["status", "--chunk", "8"])
     with pytest.raises(SystemExit):
         main(["toolretriever-loop", "--group", "I2", "--n", "0"])
 

@@ -141,9 +141,14 @@ def win_tie_loss(a: Mapping, b: Mapping, tol: float = 1e-9) -> dict:
             "worse": int((d < -tol).sum())}
 
 
+def p_label(p: float) -> str:
+    """``"p=0.012"``, or ``"p<0.001"`` below what 10,000 permutations resolve."""
+    return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
+
+
 def p_text(tests: list[dict], sep: str = "; ") -> str:
     """``"A vs B p=0.012; C vs D p<0.001"``: the claims tables' ``p`` column, formatted from :func:`compared`."""
-    return sep.join(f"{t['comparison']} " + (f"p={t['p']:.3f}" if t["p"] >= 0.001 else "p<0.001") for t in tests)
+    return sep.join(f"{t['comparison']} {p_label(t['p'])}" for t in tests)
 
 
 def within_noise(tests: list[dict], alpha: float = 0.05) -> list[dict]:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from toolkit.significance import p_label
+
 from .splits import AVERAGES
 
 ROLE = "budget"
@@ -120,10 +122,6 @@ def record_budget(rec, table: pd.DataFrame, pairs: int | None, budget_setup: dic
                         value=float(row[f"{part} {what}"]) / scale, n_queries=int(row["n"]), ours_only=True, note=note)
 
 
-def p_str(p: float) -> str:
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
-
-
 def describe(budget_setup: dict) -> str:
     """``budget_setup`` in words: "on every training query", or its fields."""
     if dict(budget_setup) == {"ce_queries": 0}:
@@ -151,9 +149,9 @@ def reading(table: pd.DataFrame, vs_dpr: pd.DataFrame, pairs: int | None, main_p
     if below:
         verdict += f"; {', '.join(below)} still lose to DPR at p < {alpha}"
     moves = "; ".join(f"{m} {table.loc[m, f'{part} main']:.1f} → {table.loc[m, f'{part} full']:.1f} "
-                      f"({table.loc[m, f'{part} diff']:+.1f}, {p_str(table.loc[m, f'{part} p'])})"
+                      f"({table.loc[m, f'{part} diff']:+.1f}, {p_label(table.loc[m, f'{part} p'])})"
                       for m in table.index if m != "DPR")
-    versus = "; ".join(f"{m} {vs_dpr.loc[m, f'{part} minus DPR']:+.1f} ({p_str(vs_dpr.loc[m, 'p'])})"
+    versus = "; ".join(f"{m} {vs_dpr.loc[m, f'{part} minus DPR']:+.1f} ({p_label(vs_dpr.loc[m, 'p'])})"
                        for m in vs_dpr.index)
     share = f", closing {100 * closed:.0f} % of Rerank-10's gap to DPR" if closed == closed else ""
     return (f"**The reranker's budget.** The same reranker retrained {describe(budget_setup or {'ce_queries': 0})} "

@@ -195,8 +195,9 @@ display(caps)
 for (llm_name, setting), g in caps.groupby(["llm", "setting"], sort=False):
     over = g[g["share at the cap"] > 0.05]
     print(f"{llm_name}, {setting}: " + ("every step at or below 5 % at its cap" if over.empty else
-          "above the 5 % bar: " + "; ".join(f"{r.step} {r._7:.1%} of {r.answers:,} at {r._4} tokens"
-                                            for r in over.itertuples())))
+          "above the 5 % bar: " + "; ".join(f"{r['step']} ({r['decoding']}) {r['share at the cap']:.1%} of "
+                                            f"{r['answers']:,} at {r['cap (tokens)']} tokens"
+                                            for r in over.to_dict("records"))))
 
 # %% [markdown]
 # ## Table 2 — in-domain (NDCG@1/3/5), and Table 3 — out-of-domain (NDCG@1/3/5/10)
@@ -254,7 +255,10 @@ for m, tab in decomp.items():
 # same seeded I2 sample of `scale_queries` instructions (nested in the I2 sample), beside ToolRetriever and the oracle
 # with ToolRetriever on those queries: the oracle is the ceiling that good feedback reaches with this retriever. The
 # profile's own LLM reads its whole-I2 trace, which is traced in the sample's order, so this sample is covered first.
-# Another LLM, for instance a larger one on an OpenAI-compatible server, needs no code change:
+# One decoding setting differs by LLM (`toolkit.feedback.config.FAIR_FEEDBACK_FOR_LLM`): the 0.5B model's steps 1-2
+# add llama.cpp's DRY sampler, because with the repetition penalty alone it repeated a paragraph verbatim up to the
+# cap in 3 of its first 33 assessments (`scripts/ab_reasoning_dry.py`, `results/bench/feedback_dry.json`; that first
+# run is in the git history). Another LLM, for instance a larger one on an OpenAI-compatible server, needs no code change:
 # `TOOLKIT_LLM_BACKEND=openai python -m toolkit.feedback toolretriever-loop --profile paper --fair --llm <model>
 # --group I2 --n 60`, with `-p scale_llms=...` naming it here.
 

@@ -78,7 +78,7 @@ def test_decomposition_parts_are_paired_differences_that_add_up():
     assert "oracle's gain, Ours' retriever" not in parts       # no oracle row: its parts are left out
     assert set(d.metric) == {"ndcg@5"}                          # no other metric given: none computed
     table = C.decomposition_table(d.to_dict("records"))
-    assert table.loc["I2", "n"] == 30 and table.loc["I2", "+ training on feedback"] == "-0.050 (p <0.001)"
+    assert table.loc["I2", "n"] == 30 and table.loc["I2", "+ training on feedback"] == "-0.050 (p<0.001)"
 
 
 def test_cap_rates_tell_the_steps_apart_and_count_answers_cut_at_their_cap(tmp_path):
@@ -110,7 +110,7 @@ def test_decomposition_text_names_the_largest_part():
     text = C.decomposition_text(d.to_dict("records"))
     assert text.startswith("I2 (n = 20): Ours − ToolRetriever -0.250")
     assert "training part -0.100" in text and "loop part -0.150" in text and "largest: loop part (-0.150)" in text
-    assert "the oracle's gain with Ours' retriever +0.500 (p <0.001)" in text
+    assert "the oracle's gain with Ours' retriever +0.500 (p<0.001)" in text
 
 
 def test_brevity_changes_the_prompts_but_not_the_committed_trace_names():
@@ -127,7 +127,7 @@ def test_brevity_changes_the_prompts_but_not_the_committed_trace_names():
     assert X.test_trace_path(brief, "I2", None) != X.test_trace_path(cfg, "I2", None)
     # an old bench record: measured at the old values of the fields added since
     assert B._priced({"k": 10}) == {"k": 10, "brevity": "none", "tool_format": "text", "unchanged": "retrieve",
-                                    "reasoning_repeat_penalty": 1.0}
+                                    "reasoning_repeat_penalty": 1.0, "reasoning_dry": 0.0}
     with pytest.raises(ValueError, match="brevity"):
         FeedbackConfig(brevity="short")
 
@@ -189,7 +189,7 @@ def test_the_llm_scale_rows_pair_each_llm_with_toolretriever_the_smallest_llm_an
     cfg = config_for("standard")
     runs = C.scale_runs(cfg)
     assert [(name, c.llm, n) for name, c, n in runs] == [("qwen-0.5b", "qwen-0.5b", 60), ("qwen-1.5b", "qwen-1.5b", None)]
-    assert all(c.feedback == FAIR_FEEDBACK for _, c, _ in runs)
+    assert runs[1][1].feedback == FAIR_FEEDBACK                # the 0.5B's own setting: the test below
     # the profile's LLM reads the whole-I2 trace (the ToolRetriever + loop row's); the other its own 60
     big, small = runs[1][1], runs[0][1]
     assert C.toolretriever_loop_trace_path(big, "I2", None) == C.toolretriever_loop_trace_path(
@@ -251,6 +251,14 @@ def test_cap_rates_keep_the_fair_llm_steps_answers_apart_from_the_first_generati
     got = B.cap_rates(cache)
     assert list(got.setting) == ["fair", "first generation"]
     assert list(got.answers) == [2, 1] and list(got["share at the cap"]) == [0.0, 1.0]
+    # the same prompts decoded with the DRY sampler are their own row, and the decoding says so
+    prompt = [{"role": "user", "content": first_turn("do x0", [doc], FAIR_FEEDBACK)}]
+    cache.put("chat", prompt, {"max_tokens": 1024, "temperature": 0.0, "repeat_penalty": 1.1, "dry_multiplier": 0.8},
+              0, "c", fin="length")
+    got = B.cap_rates(cache)
+    assert list(got.decoding) == ["greedy", "repeat 1.1, DRY 0.8", "greedy"]
+    assert list(got.answers) == [2, 1, 1] and list(got["at the cap"]) == [0, 1, 1]
+    assert B.answer_decoding({"repeat_penalty": 1.1}) == "repeat 1.1" and B.answer_decoding({}) == "greedy"
 
 
 def test_cap_rates_by_llm_count_each_llms_own_answers_and_skip_one_without_any(tmp_path, monkeypatch):
@@ -282,3 +290,25 @@ def test_the_repetition_penalty_reaches_the_reasoning_steps_only_and_keeps_old_n
     assert off.sampling("assessment").key() == FeedbackConfig().sampling("assessment").key()
     with pytest.raises(ValueError, match="reasoning_repeat_penalty"):
         FeedbackConfig(reasoning_repeat_penalty=0)
+
+
+def test_the_small_llm_gets_its_dry_sampler_on_the_reasoning_steps_and_the_others_keep_their_names():
+    from dataclasses import replace
+
+    from toolkit.feedback import controls
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback.config import FAIR_FEEDBACK, FAIR_FEEDBACK_FOR_LLM, config_for, fair_config
+    small = fair_config("standard", llm="qwen-0.5b")
+    assert small.feedback == replace(FAIR_FEEDBACK, **FAIR_FEEDBACK_FOR_LLM["qwen-0.5b"])
+    assert small.feedback.sampling("assessment").dry_multiplier == 0.8
+    assert small.feedback.sampling("refinement").dry_multiplier == 0.0      # the refinement copies the instruction
+    assert fair_config("standard").feedback == FAIR_FEEDBACK                # the 1.5B traces keep their settings
+    assert "reasoning_dry" not in X.feedback_key(FAIR_FEEDBACK)             # ... and their names
+    # an explicit override wins over the per-LLM setting
+    assert fair_config("standard", llm="qwen-0.5b", feedback={"reasoning_dry": 0.0}).feedback == FAIR_FEEDBACK
+    runs = {name: c for name, c, _ in controls.scale_runs(config_for("standard"))}
+    assert runs["qwen-0.5b"].feedback == small.feedback and runs["qwen-1.5b"].feedback == FAIR_FEEDBACK
+    assert controls.toolretriever_loop_trace_path(small, "I2", 60) == \
+        controls.toolretriever_loop_trace_path(runs["qwen-0.5b"], "I2", 60)   # the CLI's trace is the row's
+    with pytest.raises(ValueError, match="reasoning_dry"):
+        FeedbackConfig(reasoning_dry=-1)

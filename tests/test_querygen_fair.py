@@ -9,7 +9,7 @@ from dataclasses import asdict, replace
 import pytest
 
 from toolkit.data.contract import Document, Query, RetrievalDataset
-from toolkit.llm.base import Request, Sampling, lines_grammar, truncate_at_lines
+from toolkit.llm.base import LLMError, Request, Sampling, lines_grammar, truncate_at_lines
 from toolkit.querygen import generation as gen
 from toolkit.querygen.retrieval import QueryIndex
 
@@ -56,6 +56,27 @@ def test_the_local_backend_sends_the_grammar_and_the_penalty_only_when_asked():
     assert body["repeat_penalty"] == 1.0 and "grammar" not in body      # what every committed answer was sent
     body = b._payload(Request("chat", "hi", Sampling(max_lines=5, repeat_penalty=1.15)))
     assert body["grammar"] == lines_grammar(5) and body["repeat_penalty"] == 1.15
+    assert "dry_multiplier" not in body                                  # DRY off unless asked
+
+
+def test_the_dry_sampler_is_sent_only_when_asked_and_keeps_old_keys():
+    from toolkit.llm.backends import LocalGGUFBackend, OpenAIBackend, TransformersBackend
+    assert "dry_multiplier" not in Sampling().key()                      # every committed answer keeps its key
+    assert Sampling(dry_multiplier=0.8).key()["dry_multiplier"] == 0.8
+    with pytest.raises(ValueError, match="dry_multiplier"):
+        Sampling(dry_multiplier=-0.1)
+    b = object.__new__(LocalGGUFBackend)
+    b.prompt_cache, b.ctx_per_slot = True, 4096
+    body = b._payload(Request("chat", "hi", Sampling(dry_multiplier=0.8)))
+    # llama.cpp's documented defaults, over the whole slot (0 would turn DRY off, -1 is refused by xllamacpp)
+    assert (body["dry_multiplier"], body["dry_base"], body["dry_allowed_length"], body["dry_penalty_last_n"]) == \
+        (0.8, 1.75, 2, 4096)
+    oa = OpenAIBackend("m", "http://127.0.0.1:9", max_retries=0)
+    assert "dry_multiplier" not in oa._payload(Request("chat", "hi", Sampling()))
+    assert oa._payload(Request("chat", "hi", Sampling(dry_multiplier=0.5)))["dry_multiplier"] == 0.5
+    tb = TransformersBackend("no-such-model")
+    with pytest.raises(LLMError, match="dry_multiplier"):                # refused before any model is loaded
+        tb.generate(Request("chat", "hi", Sampling(dry_multiplier=0.8)))
 
 
 def test_a_looping_answer_ends_at_the_prompts_number_of_lines(tmp_path):

@@ -164,8 +164,17 @@ def answer_setting(prompt) -> str:
     return "fair" if brief and str(first).endswith(brief) else "first generation"
 
 
+def answer_decoding(sampling: Mapping) -> str:
+    """The decoding an answer was made with beyond greedy, from its cached sampling: "repeat 1.1, DRY 0.8"
+    (:class:`toolkit.llm.base.Sampling`'s ``repeat_penalty`` and ``dry_multiplier``), or "greedy"."""
+    parts = [f"repeat {sampling['repeat_penalty']:g}" if sampling.get("repeat_penalty", 1.0) != 1.0 else "",
+             f"DRY {sampling['dry_multiplier']:g}" if sampling.get("dry_multiplier") else ""]
+    return ", ".join(p for p in parts if p) or "greedy"
+
+
 def cap_rates(cache) -> "pd.DataFrame":
-    """Per LLM setting (:func:`answer_setting`), step of the loop and token cap: the cached answers and the share that
+    """Per LLM setting (:func:`answer_setting`), step of the loop, decoding (:func:`answer_decoding`) and token cap:
+    the cached answers and the share that
     ended at the cap (finish reason "length"), from the committed cache (``cache``: a
     :class:`toolkit.llm.cache.ResponseCache`). An answer cut at its cap is a defect: the decision and the refinement
     then rest on reasoning that stopped mid-way."""
@@ -174,15 +183,16 @@ def cap_rates(cache) -> "pd.DataFrame":
     for a in cache.answers():
         prompt = a.get("prompt")
         setting, step = answer_setting(prompt if isinstance(prompt, list) else None), answer_step(prompt)
-        cap = (a.get("sampling") or {}).get("max_tokens")
-        r = rows.setdefault((setting, step, cap), {"setting": setting, "step": step, "cap (tokens)": cap,
-                                                   "answers": 0, "at the cap": 0})
+        sampling = a.get("sampling") or {}
+        cap, decoding = sampling.get("max_tokens"), answer_decoding(sampling)
+        r = rows.setdefault((setting, step, decoding, cap), {"setting": setting, "step": step, "decoding": decoding,
+                                                             "cap (tokens)": cap, "answers": 0, "at the cap": 0})
         r["answers"] += 1
         r["at the cap"] += a.get("fin") == "length"
     order = {s: i for i, s in enumerate(("comprehension", "assessment", "decision", "refinement", "other"))}
     out = pd.DataFrame(sorted(rows.values(), key=lambda r: (r["setting"] != "fair", order[r["step"]],
-                                                            r["cap (tokens)"] or 0)),
-                       columns=["setting", "step", "cap (tokens)", "answers", "at the cap"])
+                                                            r["decoding"], r["cap (tokens)"] or 0)),
+                       columns=["setting", "step", "decoding", "cap (tokens)", "answers", "at the cap"])
     out["share at the cap"] = out["at the cap"] / out["answers"].where(out["answers"] > 0)
     return out
 
@@ -196,7 +206,7 @@ def cap_rates_by_llm(cfg, llms) -> "pd.DataFrame":
     frames = [cap_rates(feedback_cache(replace(cfg, llm=m))).assign(llm=m) for m in dict.fromkeys(llms)]
     frames = [f for f in frames if len(f)]
     if not frames:
-        return pd.DataFrame(columns=["llm", "setting", "step", "cap (tokens)", "answers", "at the cap",
+        return pd.DataFrame(columns=["llm", "setting", "step", "decoding", "cap (tokens)", "answers", "at the cap",
                                      "share at the cap"])
     out = pd.concat(frames, ignore_index=True)
     return out[["llm", *[c for c in out.columns if c != "llm"]]]

@@ -132,17 +132,34 @@ FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension
                                decision_tokens=24, refinement_tokens=192, refine_wording="enrich",
                                tool_format="fields", unchanged="na", reasoning_repeat_penalty=1.1)
 
+# The fair step's settings for one LLM on top of FAIR_FEEDBACK. Qwen2.5-Coder-0.5B with the penalty above still cut 3
+# of its first 33 assessment answers at 1,024 tokens (9.1 %), each a paragraph of ~100 tokens repeated verbatim, which
+# a penalty over the last 64 tokens does not see. llama.cpp's DRY sampler (toolkit.llm.base.Sampling.dry_multiplier)
+# on the same three prompts (scripts/ab_reasoning_dry.py, results/bench/feedback_dry.json, 2026-12-03): at 0.8, the
+# value llama.cpp suggests, two ended (275 and 243 tokens) and one still reached 1,024, a numbered list whose lines
+# differ only by their counters ("Goal 21: ...", "Goal 22: ..."); at 2.0 all three ended (190, 94, 149 tokens). We
+# keep 0.8, the milder penalty on ordinary text (it also penalises copying long tool names from the prompt), and the
+# notebook prints the share at the cap that the loop then measures. The 1.5B model's fair answers end before their
+# caps without DRY (at most 1 of 41 per step), so its traces keep it off.
+FAIR_FEEDBACK_FOR_LLM = {"qwen-0.5b": {"reasoning_dry": 0.8}}
+
 
 def fair_config(profile: str = "standard", **overrides) -> FeedbackExperiment:
-    """The profile's configuration with the fair LLM step (:data:`FAIR_FEEDBACK`; smoke keeps its echo LLM), then
-    ``overrides``. Its traces have their own names (the feedback settings are part of every LLM trace's name)."""
-    return overridden("30_feedback", with_fair_feedback(config_for(profile)), overrides)
+    """The profile's configuration with the fair LLM step (:data:`FAIR_FEEDBACK`, and
+    :data:`FAIR_FEEDBACK_FOR_LLM` for the LLM that ``overrides`` or the profile names; smoke keeps its echo LLM),
+    then ``overrides`` (so an explicit ``feedback`` override wins). Its traces have their own names (the feedback
+    settings are part of every LLM trace's name)."""
+    from dataclasses import replace
+    base = config_for(profile)
+    base = with_fair_feedback(replace(base, llm=overrides.get("llm", base.llm)))
+    return overridden("30_feedback", base, overrides)
 
 
 def with_fair_feedback(cfg: FeedbackExperiment) -> FeedbackExperiment:
-    """``cfg`` (its overrides kept) with the fair LLM step: the configuration of its fair-LLM traces."""
+    """``cfg`` (its overrides kept) with the fair LLM step for its LLM (:data:`FAIR_FEEDBACK`, then the LLM's
+    :data:`FAIR_FEEDBACK_FOR_LLM`): the configuration of its fair-LLM traces."""
     from dataclasses import replace
-    return replace(cfg, feedback=FAIR_FEEDBACK)
+    return replace(cfg, feedback=replace(FAIR_FEEDBACK, **FAIR_FEEDBACK_FOR_LLM.get(cfg.llm, {})))
 
 
 def config_for(profile: str, **overrides) -> FeedbackExperiment:

@@ -221,9 +221,8 @@ def scale_runs(cfg, group: str = X.ABLATION_GROUP) -> list[tuple[str, object, in
     from dataclasses import replace
 
     from toolkit.feedback.config import with_fair_feedback
-    fair = with_fair_feedback(cfg)
-    return [(name, replace(fair, llm=name), cfg.sample_size(group) if name == cfg.llm else cfg.scale_queries)
-            for name in cfg.scale_llms]
+    return [(name, with_fair_feedback(replace(cfg, llm=name)),
+             cfg.sample_size(group) if name == cfg.llm else cfg.scale_queries) for name in cfg.scale_llms]
 
 
 def scale_parts(llms) -> tuple[tuple[str, str, str], ...]:
@@ -295,12 +294,13 @@ def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
 
 
 def _diff_p(r) -> str:
-    """"+0.012 (p 0.034)" of one decomposition record."""
-    return f"{r['diff']:+.3f} (p {'<0.001' if r['p'] < 0.001 else format(r['p'], '.3f')})"
+    """"+0.012 (p=0.034)" of one decomposition record."""
+    from toolkit.significance import p_label
+    return f"{r['diff']:+.3f} ({p_label(r['p'])})"
 
 
 def decomposition_table(records, metric: str = "ndcg@5"):
-    """Sets x parts: "+0.012 (p 0.034)" cells of one metric, with each set's n (the notebook's table)."""
+    """Sets x parts: "+0.012 (p=0.034)" cells of one metric, with each set's n (the notebook's table)."""
     import pandas as pd
     d = pd.DataFrame(records)
     if d.empty:

@@ -90,7 +90,7 @@ def model_id(cfg) -> str:
 # FeedbackConfig fields added after traces were committed, with the value those traces were made with: at that value
 # a field stays out of the trace names, so the committed traces keep theirs
 LATER_FEEDBACK_FIELDS = {"brevity": "none", "tool_format": "text", "unchanged": "retrieve",
-                         "reasoning_repeat_penalty": 1.0}
+                         "reasoning_repeat_penalty": 1.0, "reasoning_dry": 0.0}
 
 
 def feedback_key(feedback) -> dict:
@@ -416,8 +416,8 @@ def command(stage: str, cfg, group: str | None = None, table: str | None = None,
     for a sample other than the group's."""
     cond = f" --condition '{table}:{label}'" if table else ""
     grp = f" --group {group}" if group else ""
-    from toolkit.feedback.config import FAIR_FEEDBACK, PROFILES
-    fair = " --fair" if cfg.feedback == FAIR_FEEDBACK else ""
+    from toolkit.feedback.config import PROFILES, with_fair_feedback
+    fair = " --fair" if cfg.feedback == with_fair_feedback(cfg).feedback else ""
     llm = f" --llm {cfg.llm}" if cfg.llm != PROFILES[cfg.profile].llm else ""
     size = f" --n {n}" if n is not None and group and n != cfg.sample_size(group) else ""
     return f"python -m toolkit.feedback {stage} --profile {cfg.profile}{fair}{llm}{grp}{size}{cond}"

@@ -57,6 +57,8 @@ class FeedbackConfig:
     reasoning_repeat_penalty: float = 1.0   # llama.cpp's repetition penalty on steps 1-2 (free-form reasoning; 1.0 =
                                        # off); steps 3-4 keep 1.0: "1) yes 2) yes" and a refinement that copies the
                                        # instruction repeat by design
+    reasoning_dry: float = 0.0         # llama.cpp's DRY multiplier on steps 1-2 (0 = off; Sampling.dry_multiplier): ends
+                                       # the paragraph-long verbatim loops the windowed penalty above misses
     unchanged: str = "na"              # a refinement identical to the instruction it refines: "na" ends the loop as
                                        # "N/A" does (nothing new to retrieve); "retrieve", the first generation's:
                                        # retrieved again under the next "Iteration t" prefix (toolkit.feedback.loop)
@@ -76,6 +78,8 @@ class FeedbackConfig:
         if not self.reasoning_repeat_penalty > 0:
             raise ValueError(f"FeedbackConfig.reasoning_repeat_penalty must be > 0 (1.0 = off), got "
                              f"{self.reasoning_repeat_penalty}")
+        if not self.reasoning_dry >= 0:
+            raise ValueError(f"FeedbackConfig.reasoning_dry must be >= 0 (0 = off), got {self.reasoning_dry}")
         if self.unchanged not in UNCHANGED:
             raise ValueError(f"FeedbackConfig.unchanged must be one of {UNCHANGED}, got {self.unchanged!r}")
         if self.refine_wording not in prompts.FEEDBACK_REFINE_WORDINGS:
@@ -83,9 +87,10 @@ class FeedbackConfig:
                              f"{tuple(prompts.FEEDBACK_REFINE_WORDINGS)}, got {self.refine_wording!r}")
 
     def sampling(self, step: str) -> Sampling:
-        rp = self.reasoning_repeat_penalty if step in ("comprehension", "assessment") else 1.0
+        reasoning = step in ("comprehension", "assessment")
         return Sampling(temperature=0.0, top_p=1.0, max_tokens=getattr(self, f"{step}_tokens"), seed=0,
-                        repeat_penalty=rp)
+                        repeat_penalty=self.reasoning_repeat_penalty if reasoning else 1.0,
+                        dry_multiplier=self.reasoning_dry if reasoning else 0.0)
 
 
 @dataclass(frozen=True)

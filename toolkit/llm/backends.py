@@ -64,6 +64,13 @@ def default_threads() -> int:
 
 
 
+def dry_fields(multiplier: float, context: int) -> dict[str, Any]:
+    """llama.cpp's DRY sampler fields at its documented defaults (base 1.75, allowed length 2), over ``context``
+    tokens (the slot: llama-server's -1 is refused by xllamacpp's request check, and 0 turns DRY off)."""
+    return {"dry_multiplier": float(multiplier), "dry_base": 1.75, "dry_allowed_length": 2,
+            "dry_penalty_last_n": int(context)}
+
+
 def _add_request_fields(body: dict[str, Any], req: Request) -> None:
     """Seed, stop strings and the prompt (chat messages or plain text): the same fields for the
     llama.cpp server API and the OpenAI API."""
@@ -211,6 +218,8 @@ class LocalGGUFBackend(Backend):
         }
         if s.max_lines:
             body["grammar"] = lines_grammar(s.max_lines)     # decoding ends at the max_lines-th line
+        if s.dry_multiplier:
+            body.update(dry_fields(s.dry_multiplier, self.ctx_per_slot))
         _add_request_fields(body, req)
         return body
 
@@ -326,6 +335,8 @@ class OpenAIBackend(Backend):
             body["min_p"] = s.min_p
         if s.repeat_penalty != 1.0:                    # not OpenAI's own API; vLLM's and llama-server's names
             body["repetition_penalty"] = body["repeat_penalty"] = float(s.repeat_penalty)
+        if s.dry_multiplier:                           # llama-server's fields (a server without DRY ignores them)
+            body.update(dry_fields(s.dry_multiplier, DEFAULT_CTX_PER_SLOT))
         _add_request_fields(body, req)
         body.update(self.extra_body)
         return body
@@ -424,6 +435,10 @@ class TransformersBackend(Backend):
 
     def generate(self, req: Request) -> Answer:
         import torch
+        if req.sampling.dry_multiplier:              # refused before the model loads
+            raise LLMError(f"transformers backend ({self.model_id}): sampling asks for dry_multiplier="
+                           f"{req.sampling.dry_multiplier}, llama.cpp's DRY sampler, which transformers does not "
+                           "have; use the local or openai backend, or set dry_multiplier=0")
         with self._lock:
             tok, lm = self._load()
             s = req.sampling

@@ -34,8 +34,11 @@ class Sampling:
     The local backend stops decoding there (a llama.cpp grammar, :func:`lines_grammar`, whose completion forces
     the end-of-turn token), the others cut the text after decoding, exactly as they treat ``stop`` strings.
     ``repeat_penalty`` is llama.cpp's (and transformers' ``repetition_penalty``); 1.0 is off, the value the local
-    backend always sent. Both were added after the first caches: at their defaults they stay out of
-    :meth:`key` (:data:`LATER_SAMPLING_DEFAULTS`), so every committed answer keeps its key.
+    backend always sent. ``dry_multiplier`` (0 = off) is llama.cpp's DRY sampler ("don't repeat yourself",
+    base 1.75, allowed length 2, over the whole slot context): it penalises a token that would extend a sequence
+    already seen in the context, so it ends the paragraph-long verbatim loops that a windowed repetition penalty
+    (64 tokens) does not see; only the llama.cpp backends have it. These were added after the first caches: at their
+    defaults they stay out of :meth:`key` (:data:`LATER_SAMPLING_DEFAULTS`), so every committed answer keeps its key.
     """
 
     temperature: float = 0.0
@@ -47,6 +50,7 @@ class Sampling:
     seed: int | None = 0
     max_lines: int = 0
     repeat_penalty: float = 1.0
+    dry_multiplier: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -67,6 +71,8 @@ class Sampling:
             raise ValueError(f"max_lines must be >= 0 (0 = off), got {self.max_lines}")
         if not self.repeat_penalty > 0:
             raise ValueError(f"repeat_penalty must be > 0 (1.0 = off), got {self.repeat_penalty}")
+        if not self.dry_multiplier >= 0:
+            raise ValueError(f"dry_multiplier must be >= 0 (0 = off), got {self.dry_multiplier}")
 
     @property
     def greedy(self) -> bool:
@@ -76,7 +82,7 @@ class Sampling:
         d = asdict(self)
         d["stop"] = list(self.stop)
         # float formatting must not make 0.7 and 0.70000001 different keys
-        for k in ("temperature", "top_p", "min_p", "repeat_penalty"):
+        for k in ("temperature", "top_p", "min_p", "repeat_penalty", "dry_multiplier"):
             d[k] = round(float(d[k]), 6)
         for k, old in LATER_SAMPLING_DEFAULTS.items():
             if d[k] == old:
@@ -92,7 +98,7 @@ class Sampling:
 
 # Sampling fields added after answers were cached, with the value those answers were made with: at that value a
 # field is left out of the cache key, so the committed caches keep their keys
-LATER_SAMPLING_DEFAULTS = {"max_lines": 0, "repeat_penalty": 1.0}
+LATER_SAMPLING_DEFAULTS = {"max_lines": 0, "repeat_penalty": 1.0, "dry_multiplier": 0.0}
 
 GREEDY = Sampling()
 

@@ -29,6 +29,7 @@ from toolkit.config import overridden
 from toolkit.data.contract import RetrievalDataset
 from toolkit.methods.base import Cost, Method, MethodPending
 from toolkit.methods.catalog import LABELS
+from toolkit.significance import p_label
 
 METRICS = ("ndcg@5", "recall@5", "all_gold@5")
 IN_DOMAIN = ("I1", "I2", "I3")
@@ -367,7 +368,7 @@ def reading(board: pd.DataFrame, result: Result, set_: str = UNION) -> str:
     def cell(m, s=set_):
         r = board.loc[m]
         p = r[f"p {s}"]
-        ptxt = "" if pd.isna(p) else f", p={p:.3f}" if p >= 0.001 else ", p<0.001"
+        ptxt = "" if pd.isna(p) else f", {p_label(p)}"
         return f"{r[f'NDCG@5 {s}']:.1f} (n={int(r[f'n {s}'])}{ptxt})"
 
     def secs(m):

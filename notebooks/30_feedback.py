@@ -192,6 +192,12 @@ pd.DataFrame(pending) if pending else None
 caps = B.cap_rates_by_llm(cfg, (cfg.llm, *cfg.scale_llms))
 rec.extra["cap_rates"] = caps.to_dict("records")
 display(caps)
+# what the fair LLM step costs, beside its cap rates: the loop on ToolRetriever with each LLM (its traces' wall time)
+from toolkit.feedback import controls as C  # noqa: E402
+loop_cost = B.loop_cost({C.scale_row(name): C.toolretriever_loop_trace_path(c, X.ABLATION_GROUP, n)
+                         for name, c, n in C.scale_runs(cfg)})
+rec.extra["loop_cost"] = loop_cost.to_dict("records")
+display(loop_cost if len(loop_cost) else "no fair-LLM loop trace yet")
 for (llm_name, setting), g in caps.groupby(["llm", "setting"], sort=False):
     over = g[g["share at the cap"] > 0.05]
     print(f"{llm_name}, {setting}: " + ("every step at or below 5 % at its cap" if over.empty else
@@ -240,7 +246,6 @@ side_by_side(rec, T.PAPER, "2")
 # %%
 from IPython.display import display  # noqa: E402
 
-from toolkit.feedback import controls as C  # noqa: E402
 
 rec.extra["decomposition"] = extra.get("decomposition", [])
 decomp = {m: C.decomposition_table(rec.extra["decomposition"], m) for m in C.DECOMPOSED}

@@ -261,6 +261,18 @@ def test_cap_rates_keep_the_fair_llm_steps_answers_apart_from_the_first_generati
     assert B.answer_decoding({"repeat_penalty": 1.1}) == "repeat 1.1" and B.answer_decoding({}) == "greedy"
 
 
+def test_loop_cost_divides_the_recorded_wall_time_by_the_traced_rounds(tmp_path):
+    from toolkit.feedback import budget as B
+    from toolkit.feedback import experiment as X
+    traces = {"a": Trace("a", ["x", "y"], [{"d0": 1.0}, {"d1": 1.0}], [], [30.0, 20.0]),
+              "b": Trace("b", ["z"], [{"d0": 1.0}], [], [40.0])}
+    path = X.save_traces(traces, tmp_path / "loop.jsonl", {"wall_s": 120.0})
+    got = B.loop_cost({"loop (m)": path, "not yet": tmp_path / "missing.jsonl"})
+    assert list(got["row"]) == ["loop (m)"]                      # a trace not written yet adds no row
+    r = got.iloc[0]
+    assert (r["instructions"], r["LLM rounds"], r["s per instruction"], r["s per round"]) == (2, 3, 60.0, 40.0)
+
+
 def test_cap_rates_by_llm_count_each_llms_own_answers_and_skip_one_without_any(tmp_path, monkeypatch):
     from toolkit.feedback import budget as B
     from toolkit.feedback.config import FAIR_FEEDBACK, config_for

@@ -577,6 +577,24 @@ def test_default_threads_env_override(monkeypatch):
     assert 1 <= default_threads() <= (os.cpu_count() or 1)
 
 
+def test_default_threads_count_the_cores_busy_now_not_the_lagging_load_average(monkeypatch, tmp_path):
+    """A job that just ended still weighs on the 1-minute load average; the /proc/stat sample does not."""
+    from toolkit.llm import backends as B
+    monkeypatch.delenv("TOOLKIT_LLM_THREADS", raising=False)
+    monkeypatch.setattr(B.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(B.os, "getloadavg", lambda: (2.0, 2.0, 2.0))          # the lagging average: all busy
+    stats = iter(["cpu  100 0 0 900 0 0 0 0 0 0\n", "cpu  110 0 0 1090 0 0 0 0 0 0\n"])   # 10 of 200 ticks busy
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: __import__("io").StringIO(next(stats))
+                        if f == "/proc/stat" else real_open(f, *a, **k))
+    monkeypatch.setattr(B.time, "sleep", lambda s: None)
+    assert B.busy_cores() == pytest.approx(0.1)                              # 10 of 200 ticks x 2 cores
+    stats = iter(["cpu  100 0 0 900 0 0 0 0 0 0\n", "cpu  110 0 0 1090 0 0 0 0 0 0\n"])
+    assert B.default_threads() == 2                                          # the load average said 2 busy
+    stats = iter(["cpu  100 0 0 900 0 0 0 0 0 0\n", "cpu  200 0 0 1000 0 0 0 0 0 0\n"])   # half the ticks busy
+    assert B.default_threads() == 1
+
+
 def test_prompt_user_text_joins_only_user_turns():
     from toolkit.llm.cache import prompt_user_text
     assert prompt_user_text("plain prompt") == "plain prompt"

@@ -53,6 +53,27 @@ def progress(cfg, tests: Mapping):
     return frame
 
 
+def loop_cost(traces: Mapping[str, Path]) -> "pd.DataFrame":
+    """Per loop trace (row label -> path; a missing file adds no row): the instructions traced, their LLM rounds, the
+    generation wall time its meta records (a run killed mid-chunk loses that chunk's time), and the seconds per
+    instruction and per round (wall / rounds). With several llama.cpp slots the rounds overlap, so this is what a round
+    costs the machine, not how long one takes."""
+    import pandas as pd
+
+    from toolkit.feedback import experiment as X
+    rows = []
+    for label, path in traces.items():
+        if not path.is_file():
+            continue
+        tr, wall = X.load_traces(path), X.load_meta(path).get("wall_s", 0.0)
+        rounds = sum(len(t.seconds) for t in tr.values())
+        rows.append({"row": label, "instructions": len(tr), "LLM rounds": rounds, "wall h": round(wall / 3600, 2),
+                     "s per instruction": round(wall / len(tr), 1) if tr else float("nan"),
+                     "s per round": round(wall / rounds, 1) if rounds else float("nan")})
+    return pd.DataFrame(rows, columns=["row", "instructions", "LLM rounds", "wall h", "s per instruction",
+                                       "s per round"])
+
+
 def chat_speedup(record: dict) -> tuple[float, float]:
     """(rounds per second, tokens per second) of the chat over the independent calls in one benchmark record."""
     c, i = record["variants"]["chat"], record["variants"]["independent"]

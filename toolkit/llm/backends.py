@@ -15,6 +15,7 @@ Backends declare ``max_concurrency``: how many requests the client may run at on
 from __future__ import annotations
 
 import hashlib
+import logging
 import json
 import os
 import random
@@ -41,9 +42,31 @@ PARALLEL_MIN_THREADS = 4
 DEFAULT_CTX_PER_SLOT = 4096
 
 
+def busy_cores(interval: float = 0.5) -> float:
+    """Cores in use now: the non-idle share of ``/proc/stat``'s CPU time over ``interval`` seconds, times the
+    cores; where there is no ``/proc/stat``, the 1-minute load average. Not the load average first: it lags a
+    finished job by minutes, so a run started just after one (the next job of a chain) would take 1 thread of 2
+    for its whole length (seen here: a feedback loop decoding at a third of its speed)."""
+    def snapshot() -> tuple[int, int]:
+        with open("/proc/stat", encoding="ascii") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + (v[4] if len(v) > 4 else 0)          # total, idle + iowait
+    cores = os.cpu_count() or 1
+    try:
+        t0, i0 = snapshot()
+        time.sleep(interval)
+        t1, i1 = snapshot()
+    except (OSError, ValueError, IndexError):
+        try:
+            return os.getloadavg()[0]
+        except OSError:  # pragma: no cover - platform without getloadavg
+            return 0.0
+    return cores * (1 - (i1 - i0) / (t1 - t0)) if t1 > t0 else 0.0
+
+
 def default_threads() -> int:
-    """CPU threads for llama.cpp: ``$TOOLKIT_LLM_THREADS``, else the cores not already busy (1-minute
-    load average), at least 1. llama.cpp's worker threads spin while they wait for each other, so
+    """CPU threads for llama.cpp: ``$TOOLKIT_LLM_THREADS``, else the cores not already busy
+    (:func:`busy_cores`), at least 1. llama.cpp's worker threads spin while they wait for each other, so
     on a shared machine asking for more threads than free cores makes decoding several times slower
     (measured here: 2 threads on 2 busy cores ran 2.5x slower than 1 thread)."""
     env = os.environ.get("TOOLKIT_LLM_THREADS")
@@ -56,11 +79,12 @@ def default_threads() -> int:
             raise ValueError(f"TOOLKIT_LLM_THREADS must be >= 1, got {n}")
         return n
     cores = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:  # pragma: no cover - platform without getloadavg
-        busy = 0.0
-    return max(1, min(cores, int(cores - busy + 0.5)))
+    n = max(1, min(cores, int(cores - busy_cores() + 0.5)))
+    if n < cores:
+        logging.getLogger("toolkit.llm").warning(
+            "llama.cpp gets %d of %d CPU threads: the others are busy now (set TOOLKIT_LLM_THREADS to choose)",
+            n, cores)
+    return n
 
 
 

@@ -513,6 +513,12 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                      "names the gold APIs, so its gain bounds what feedback can give the same retriever and loop: "
                      "a positive gain says the loop and the retrieval are sound and the LLM's feedback is what falls "
                      "short.")
+    if rec.extra.get("llm_scale"):
+        fair_caps = caps[caps.setting == "fair"].groupby("llm")["share at the cap"].max()
+        lines.append(f"- **Is the LLM the limit?** (the loop on ToolRetriever with each LLM, I2 sample of "
+                     f"{cfg.scale_queries}, NDCG@5, paired differences on the instructions both rows traced): "
+                     + C.scale_text(rec.extra["llm_scale"]) + ". Largest share of a step's answers at its cap: "
+                     + ", ".join(f"{m} {x:.1%}" for m, x in fair_caps.items()) + ".")
     lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
                  + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
     if len(condition_rounds):

@@ -324,3 +324,18 @@ def test_the_small_llm_gets_its_dry_sampler_on_the_reasoning_steps_and_the_other
         controls.toolretriever_loop_trace_path(runs["qwen-0.5b"], "I2", 60)   # the CLI's trace is the row's
     with pytest.raises(ValueError, match="reasoning_dry"):
         FeedbackConfig(reasoning_dry=-1)
+
+
+def test_scale_text_reads_each_part_and_names_the_loop_closest_to_the_oracle():
+    recs = [{"part": "oracle - ToolRetriever", "a": "O", "b": "T", "metric": "ndcg@5", "n": 60, "diff": 0.11, "p": 0.0001},
+            {"part": "loop (s) - ToolRetriever", "a": "L(s)", "b": "T", "metric": "ndcg@5", "n": 60, "diff": -0.1,
+             "p": 0.03},
+            {"part": "oracle - loop (s)", "a": "O", "b": "L(s)", "metric": "ndcg@5", "n": 60, "diff": 0.21, "p": 0.002},
+            {"part": "oracle - loop (b)", "a": "O", "b": "L(b)", "metric": "ndcg@5", "n": 40, "diff": 0.135,
+             "p": 0.0009},
+            {"part": "oracle - loop (b)", "a": "O", "b": "L(b)", "metric": "ndcg@1", "n": 40, "diff": 0.0, "p": 1.0}]
+    text = C.scale_text(recs)
+    assert text.startswith("oracle - ToolRetriever +0.110 (n = 60, p<0.001); loop (s) - ToolRetriever -0.100 "
+                           "(n = 60, p=0.030)")
+    assert text.endswith("Closest to the oracle: L(b), 0.135 below it (n = 40, p<0.001)")
+    assert C.scale_text([]) == ""

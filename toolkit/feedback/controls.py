@@ -235,6 +235,21 @@ def scale_parts(llms) -> tuple[tuple[str, str, str], ...]:
             *((f"oracle - loop ({m})", ORACLE_TOOLRETRIEVER, scale_row(m)) for m in llms))
 
 
+def scale_text(records, metric: str = "ndcg@5") -> str:
+    """The reading of the LLM-scale parts (:func:`scale_parts` through :func:`decomposition`), formatted from its
+    records: each part's paired difference with n and p, in :func:`scale_parts`' order, then which LLM's loop comes
+    closest to the oracle (the smallest oracle - loop difference)."""
+    from toolkit.significance import p_label
+    rows = [r for r in records if r["metric"] == metric]
+    text = "; ".join(f"{r['part']} {r['diff']:+.3f} (n = {r['n']}, {p_label(r['p'])})" for r in rows)
+    gaps = [r for r in rows if r["part"].startswith("oracle - loop")]
+    if gaps:
+        best = min(gaps, key=lambda r: r["diff"])
+        text += (f". Closest to the oracle: {best['b']}, {best['diff']:.3f} below it "
+                 f"(n = {best['n']}, {p_label(best['p'])})")
+    return text
+
+
 def command(cfg, group: str | None = None) -> str:
     return X.command("controls", cfg, group)
 

@@ -121,6 +121,9 @@ def main() -> int:
             rows[name] = {"median s/round": statistics.median(secs), "total s": wall,
                           "tokens out": sum(a.get("ntok") or 0 for a in ans), "refined": out,
                           "steps": step_tokens(ans) if fn is feedback_round else None}
+            # each variant's figures as soon as it ends: a bench stopped before the last variant still says these
+            print(f"{name}: {wall / args.n:.1f} s per round ({wall:.1f} s for {args.n} rounds, {args.parallel} "
+                  f"slot(s)), {rows[name]['tokens out']} tokens out", flush=True)
     print(f"{args.n} I2 queries, top-10 MiniLM APIs, {args.model}, {args.parallel} slot(s), {args.threads} threads, {cfg}")
     if args.out:
         from dataclasses import asdict

@@ -15,8 +15,8 @@ Backends declare ``max_concurrency``: how many requests the client may run at on
 from __future__ import annotations
 
 import hashlib
-import logging
 import json
+import logging
 import os
 import random
 import socket
@@ -85,7 +85,6 @@ def default_threads() -> int:
             "llama.cpp gets %d of %d CPU threads: the others are busy now (set TOOLKIT_LLM_THREADS to choose)",
             n, cores)
     return n
-
 
 
 def dry_fields(multiplier: float, context: int) -> dict[str, Any]:

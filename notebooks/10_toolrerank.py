@@ -574,18 +574,18 @@ if cfg.budget_setup and not cfg.toolbench_release_dir:
     budget_run = budget_mod.run_budget(cfg, train_missing=cfg.budget_train_missing)
     stage_s["budget control (replay or train)"] = time.perf_counter() - t
 if budget_run is not None:
-    budget_pairs = budget_mod.pairs_of(budget_run.draw.training)
+    budget_pairs, main_pairs = budget_mod.pairs_of(budget_run.draw.training), budget_mod.pairs_of(training_stats)
     budget_rows = budget_mod.comparison_table(per_query, budget_run.per_query)
     budget_mod.record_budget(rec, budget_rows, budget_pairs, cfg.budget_setup)
     budget_vs_dpr = budget_mod.versus_dpr(budget_run.per_query)
     budget_claims = budget_mod.claims_table(rec.extra["claims"], budget_run.draw)
     rec.extra["budget"] = {"budget_setup": dict(cfg.budget_setup), "train_pairs": budget_pairs,
-                           "main_train_pairs": budget_mod.pairs_of(training_stats),
+                           "main_train_pairs": main_pairs,
                            "best": budget_run.draw.best, "training": budget_run.draw.training,
                            "versus_dpr": budget_vs_dpr.reset_index().to_dict("records"),
                            "claims": budget_claims.reset_index().to_dict("records")}
     print(f"budget_setup {dict(cfg.budget_setup)}: reranker trained on {budget_pairs} pairs (this run's: "
-          f"{budget_mod.pairs_of(training_stats)}); ToolRerank's configuration from its own dev grid: "
+          f"{main_pairs}); ToolRerank's configuration from its own dev grid: "
           f"{budget_run.draw.best}")
     display(budget_rows.round(3), budget_vs_dpr.round(3), budget_claims)
 elif cfg.budget_setup and not cfg.toolbench_release_dir:
@@ -772,7 +772,7 @@ if spread is not None and len(drawn) > 1:
 elif draws_pending:
     text += f"\n**Held-out draws:** {len(draws_pending)} of {len(cfg.draw_seeds)} pending (see above).\n"
 if budget_rows is not None:
-    text += "\n" + budget_mod.reading(budget_rows, budget_vs_dpr, budget_pairs, budget_mod.pairs_of(training_stats),
+    text += "\n" + budget_mod.reading(budget_rows, budget_vs_dpr, budget_pairs, main_pairs,
                                      budget_setup=cfg.budget_setup) + "\n"
 elif budget_pending:
     text += f"\n**The reranker's budget:** pending (`{budget_pending}`).\n"

@@ -41,6 +41,7 @@ overrides = {}      # any field of toolkit.feedback.config.FeedbackExperiment
 from toolkit.notebook import parameters
 overrides = parameters(globals(), "30_feedback", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
 import pandas as pd
+from IPython.display import display
 
 from toolkit.feedback import tables as T
 from toolkit.feedback.config import config_for
@@ -244,9 +245,6 @@ side_by_side(rec, T.PAPER, "2")
 # training (ToolRetriever + loop − ToolRetriever, on the instructions traced so far).
 
 # %%
-from IPython.display import display  # noqa: E402
-
-
 rec.extra["decomposition"] = extra.get("decomposition", [])
 decomp = {m: C.decomposition_table(rec.extra["decomposition"], m) for m in C.DECOMPOSED}
 for m, tab in decomp.items():
@@ -265,7 +263,10 @@ for m, tab in decomp.items():
 # cap in 3 of its first 33 assessments (`scripts/ab_reasoning_dry.py`, `results/bench/feedback_dry.json`; that first
 # run is in the git history). Another LLM, for instance a larger one on an OpenAI-compatible server, needs no code change:
 # `TOOLKIT_LLM_BACKEND=openai python -m toolkit.feedback toolretriever-loop --profile paper --fair --llm <model>
-# --group I2 --n 60`, with `-p scale_llms=...` naming it here.
+# --group I2 --n 60`, with `-p scale_llms=...` naming it here. The last table counts the refinements that repeat
+# step 4's own request instead of refining the instruction (`toolkit.feedback.controls.prompt_echoes`: ten
+# consecutive words of it), with the row's NDCG@5 had those instructions stopped at the round before: how much of a
+# row's score the copied prompt explains. The traces keep what was generated.
 
 # %%
 scale_rows = llm_values[llm_values.table == "llm-scale"]
@@ -277,6 +278,8 @@ scale_parts = pd.DataFrame(rec.extra["llm_scale"])
 display(scale_parts.pivot_table(index="part", columns="metric", values="diff", sort=False).round(3)
         .join(scale_parts[scale_parts.metric == "ndcg@5"].set_index("part")[["n", "p"]])
         if len(scale_parts) else "no pair of LLM-scale rows yet")
+rec.extra["prompt_echoes"] = extra.get("prompt_echoes", [])
+pd.DataFrame(rec.extra["prompt_echoes"]).set_index("row").round(3) if rec.extra["prompt_echoes"] else None
 
 # %% [markdown]
 # ## Table 4 — ablations, Table 5 — rounds, Table 6 — base models, Table 7 — embedding sizes (I2)
@@ -420,20 +423,32 @@ display(effect.round(3), moves.round(3)) if len(effect) else print("no test trac
 # %% [markdown]
 # ## The paper's claims, checked on this run and on the paper's own tables
 #
-# One row per claim of §5.2-5.3 (*pending* while a row it needs has no trace, or only part of one: a verdict waits for
-# the whole sample, whose partial values the reading gives with their n). `paper` applies the same test to the
-# paper's printed Tables 2-7; `p` is the two-sided randomization test (`toolkit.significance`, 10,000 per-query
-# swaps) of each paired comparison a verdict rests on, on the queries both rows ran: with samples of tens to a few
-# hundred instructions, a verdict whose p is above 0.05 rests on a difference these queries cannot tell from noise.
+# One row per claim of §5.2-5.3 and LLM step. **fair LLM**: judged on the traces of the fair LLM step
+# (`toolkit.feedback.config.with_fair_feedback`: the paper's step-4 wording, caps that hold the answers, an unchanged
+# refinement ends the loop, and the offline training feedback regenerated with it on fewer training instructions,
+# printed below); **capped LLM**: on the first generation's traces, the rows of every table above, whose verdicts
+# these were. *pending* while a row it needs has no trace, or only part of one: a verdict waits for the whole sample,
+# whose partial values the reading gives with their n. `paper` applies the same test to the paper's printed
+# Tables 2-7; `p` is the two-sided randomization test (`toolkit.significance`, 10,000 per-query swaps) of each paired
+# comparison a verdict rests on, on the queries both rows ran: with samples of tens to a few hundred instructions, a
+# verdict whose p is above 0.05 rests on a difference these queries cannot tell from noise.
 
 # %%
 from toolkit.compare import load_paper_numbers  # noqa: E402
+from toolkit.feedback.config import with_fair_feedback  # noqa: E402
 
-claims = T.claims(llm_values)
-claims.insert(1, "paper", T.claims(T.paper_values(load_paper_numbers(T.PAPER))).holds)
-claims = claims.rename(columns={"holds": "here"})
+fair_cfg = with_fair_feedback(cfg)
+fair_values, fair_pending, _ = collect(fair_cfg, tests, run_missing=cfg.run_missing)
+claims = T.claims_by_setup({"fair LLM": fair_values, "capped LLM": llm_values},
+                           T.paper_values(load_paper_numbers(T.PAPER)))
 rec.extra["claims"] = claims.to_dict("records")
-claims.drop(columns="tests")
+rec.extra["fair_pending"] = fair_pending
+fair_plan = pd.DataFrame(fair_pending, columns=["table", "condition", "set", "needs", "why"])
+print(f"fair LLM step: offline feedback on {fair_cfg.train_feedback_requests or 'all'} training instructions "
+      f"(capped LLM: {cfg.train_feedback_requests or 'all'}); {len(fair_plan)} of its traces pending, written by "
+      f"{fair_plan.needs.nunique()} commands (`python -m toolkit.feedback all --fair` runs them in order)")
+display(claims.drop(columns="tests"))
+fair_plan.groupby("needs", sort=False).agg(rows=("condition", "size"), why=("why", "first")) if len(fair_plan) else None
 
 # %% [markdown]
 # ## Reading
@@ -443,7 +458,7 @@ claims.drop(columns="tests")
 # set, on the same corpus and queries.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from IPython.display import Markdown, display  # noqa: E402
+from IPython.display import Markdown  # noqa: E402
 
 from toolkit.report import Reading  # noqa: E402
 
@@ -518,7 +533,11 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
         lines.append(f"- **Is the LLM the limit?** (the loop on ToolRetriever with each LLM, I2 sample of "
                      f"{cfg.scale_queries}, NDCG@5, paired differences on the instructions both rows traced): "
                      + C.scale_text(rec.extra["llm_scale"]) + ". Largest share of a step's answers at its cap: "
-                     + ", ".join(f"{m} {x:.1%}" for m, x in fair_caps.items()) + ".")
+                     + ", ".join(f"{m} {x:.1%}" for m, x in fair_caps.items()) + ". Refinements that repeat "
+                     "step 4's request instead of refining: "
+                     + ", ".join(f"{e['row']} {e['repeat the request']} of {e['refinements']} (NDCG@5 "
+                                 f"{e['ndcg@5']:.3f}, {e['ndcg@5 had they stopped']:.3f} had they stopped)"
+                                 for e in rec.extra["prompt_echoes"]) + ".")
     lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
                  + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
     if len(condition_rounds):
@@ -535,11 +554,13 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
     lines.append(f"- **Embedding sizes** (Table 7, I2 sample, NDCG@5; a linear projection of {cfg.base}'s "
                  f"{resolve_model(cfg.base)[1]['dim']}-dimensional embedding): " + rows_of("7", list(X.CONDITIONS["7"]),
                                                        lambda m: m.split("=")[1].rstrip(")")) + ".")
-decided = claims[claims.here != "pending"]
-if len(decided):
-    lines.append(f"- **Claims** ({len(decided)} of {len(claims)} decided here; table above), here vs the paper's own "
-                 "tables: " + "; ".join(f"{c.claim}: {c.here} vs {c.paper}" + (f" ({c.p})" if c.p else "")
-                                       for c in decided.itertuples()) + ".")
+for setup, judged in claims.groupby("setup", sort=False):
+    decided = judged[judged.here != "pending"]
+    lines.append(f"- **Claims, {setup}** ({len(decided)} of {len(judged)} decided; table above)"
+                 + (", here vs the paper's own tables: " + "; ".join(f"{c.claim}: {c.here} vs {c.paper}"
+                                                                      + (f" ({c.p})" if c.p else "")
+                                                                      for c in decided.itertuples())
+                    if len(decided) else ": every verdict waits for its traces (the commands above)") + ".")
 if offline_test is not None:
     steps = [f"ToolRetriever + feedback (round {t})" for t in range(cfg.training.rounds + 1)]
     lines.append(R.format(

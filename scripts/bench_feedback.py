@@ -156,7 +156,7 @@ def main() -> int:
         same = sum(a == b for x, y in zip(texts["multi-turn chat"], texts[name]) for a, b in zip(x, y))
         print(f"{name}: {plain['total s'] / rows[name]['total s']:.2f}x the plain chat's speed; "
               f"{same}/{3 * args.n} answers identical to the plain chat's")
-    if len(rows) == 2:
+    if {"multi-turn chat", "independent calls (one per step)"} <= set(rows):     # not with --only
         a, b = rows["multi-turn chat"], rows["independent calls (one per step)"]
         print(f"speed-up of the chat: {b['total s'] / a['total s']:.2f}x; same N/A decision on "
               f"{sum((x.refined is None) == (y.refined is None) for x, y in zip(a['refined'], b['refined']))}/{args.n}")

@@ -339,3 +339,24 @@ def test_scale_text_reads_each_part_and_names_the_loop_closest_to_the_oracle():
                            "(n = 60, p=0.030)")
     assert text.endswith("Closest to the oracle: L(b), 0.135 below it (n = 40, p<0.001)")
     assert C.scale_text([]) == ""
+
+
+def test_prompt_echoes_count_refinements_that_copy_the_request_and_what_stopping_would_have_kept():
+    from types import SimpleNamespace
+
+    from toolkit.llm import prompts
+    from toolkit.llm.parsers import repeats_prompt
+    request = prompts.FEEDBACK_REFINE_WORDINGS["enrich"]
+    assert repeats_prompt("Step 4: refinement. " + request[20:200], request)
+    assert not repeats_prompt("Find concerts near Berlin next week and translate the venue names into German", request)
+    with pytest.raises(ValueError, match="words must be >= 1"):
+        repeats_prompt("a", "a", words=0)
+    qrels = {"a": {"d1": 1}, "b": {"d1": 1}}
+    traces = {"a": Trace("a", ["find a concert", request], runs=[{"d1": 2.0, "d0": 1.0}, {"d0": 2.0, "d1": 1.0}]),
+              "b": Trace("b", ["find a concert", "find a concert near me"],
+                         runs=[{"d0": 2.0, "d1": 1.0}, {"d1": 2.0, "d0": 1.0}])}
+    cfg = SimpleNamespace(feedback=FeedbackConfig())
+    e = C.prompt_echoes(traces, qrels, cfg, metric="ndcg@1")
+    assert e["instructions"] == 2 and e["refinements"] == 2 and e["repeat the request"] == 1
+    # a: the copied request lost d1 at round 1; stopped at round 0 it keeps it -- b's real refinement is kept as it is
+    assert e["ndcg@1"] == pytest.approx(0.5) and e["ndcg@1 had they stopped"] == pytest.approx(1.0)

@@ -468,3 +468,41 @@ def test_768_is_best_needs_every_size_and_one_larger_size_decides_no():
     assert holds({300: (0.30, 40), 768: (0.35, 40), 512: (0.40, 40)}) == "no"
     assert holds({d: (0.35 if d == 768 else 0.3, 40) for d in (300, 512, 768, 1024, 2048)}) == "yes"
     assert holds({300: (0.30, 40), 512: (0.40, 40)}) == "pending"            # no 768 yet
+
+
+def test_claims_by_setup_puts_each_claim_s_setups_together_and_judges_each_on_its_own_values():
+    import pandas as pd
+
+    from toolkit.compare import load_paper_numbers
+    from toolkit.feedback import tables as T
+    below = [{"table": "2", "set": "I2", "method": m, "metric": "ndcg@5", "value": x, "per_query": None, "n": 20,
+              "planned": 20} for m, x in (("Ours", 0.3), ("ToolRetriever", 0.4))]
+    c = T.claims_by_setup({"fair LLM": pd.DataFrame(columns=below[0].keys()), "capped LLM": pd.DataFrame(below)},
+                          T.paper_values(load_paper_numbers("iterative_feedback")))
+    assert list(c.columns) == ["claim", "setup", "paper", "here", "evidence", "p", "tests"]
+    assert len(c) == 2 * 9 and list(c.setup[:4]) == ["fair LLM", "capped LLM"] * 2
+    every = "feedback beats the fine-tuned retriever on every in-domain group (ndcg@5, Table 2)"
+    first = c[c.claim == every].set_index("setup")
+    assert first.at["fair LLM", "here"] == "pending" and first.at["capped LLM", "here"] == "no"
+    assert (first.paper == "yes").all()
+    assert (c.groupby("claim", sort=False).paper.nunique() == 1).all()     # one paper verdict per claim
+    with pytest.raises(ValueError, match="at least one setup"):
+        T.claims_by_setup({})
+
+
+def test_the_fair_step_regenerates_the_training_feedback_on_fewer_instructions_stated_per_profile():
+    from dataclasses import replace
+
+    from toolkit.feedback import controls as C
+    from toolkit.feedback.config import FAIR_TRAIN_FEEDBACK_REQUESTS, config_for, fair_config, with_fair_feedback
+    from toolkit.feedback.experiment import train_trace_path
+    std = config_for("standard")
+    fair = fair_config("standard")
+    assert fair.train_feedback_requests == FAIR_TRAIN_FEEDBACK_REQUESTS["standard"] < std.train_feedback_requests
+    assert train_trace_path(fair) != train_trace_path(std)
+    # a smaller override stays; a profile not named keeps its size (paper: all)
+    assert with_fair_feedback(replace(std, train_feedback_requests=50)).train_feedback_requests == 50
+    assert with_fair_feedback(config_for("paper")).train_feedback_requests is None
+    # the loop on ToolRetriever trains on no feedback: its trace is the same whatever the training size
+    assert C.toolretriever_loop_trace_path(fair, "I2", None) == C.toolretriever_loop_trace_path(
+        replace(fair, train_feedback_requests=500), "I2", None)

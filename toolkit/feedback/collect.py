@@ -131,31 +131,30 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     # beside ToolRetriever and the oracle (with ToolRetriever) on the same queries -- table "llm-scale"
     scale_pq: dict[str, dict] = {}
     label = ABLATION_GROUP
+
+    def scale_add(row, run, planned=None):
+        v, pq = measured(run, tests[label].qrels, metrics=METRICS[:3])
+        add("llm-scale", label, row, v, len(run), ours_only=True, per_query=pq, planned=planned)
+        scale_pq[row] = pq
     if cfg.scale_llms and label in tool:
-        qrels = tests[label].qrels
         scale = list(tests[label].nested_sample(cfg.scale_queries, cfg.sample_seed).queries)
-        n_scale = len(scale)
         if set(scale) <= set(tool[label]):
-            v, pq = measured({q: tool[label][q] for q in scale}, qrels, metrics=METRICS[:3])
-            add("llm-scale", label, "ToolRetriever", v, n_scale, ours_only=True, per_query=pq)
-            scale_pq["ToolRetriever"] = pq
+            scale_add("ToolRetriever", {q: tool[label][q] for q in scale})
         n = cfg.sample_size(label)
         oracle = get(C.oracle_trace_path(cfg, label, n, "toolretriever"), scale,
                      pending_row("llm-scale", C.ORACLE_TOOLRETRIEVER, label, C.command(cfg, label)),
                      lambda: C.oracle_test(cfg, label, "toolretriever"))
         if oracle:
-            v, pq = measured(oracle, qrels, metrics=METRICS[:3])
-            add("llm-scale", label, C.ORACLE_TOOLRETRIEVER, v, len(oracle), ours_only=True, per_query=pq)
-            scale_pq[C.ORACLE_TOOLRETRIEVER] = pq
+            scale_add(C.ORACLE_TOOLRETRIEVER, oracle)
         for name, c, n_trace in C.scale_runs(cfg, label):
             row = C.scale_row(name)
             got = get(C.toolretriever_loop_trace_path(c, label, n_trace), scale,
                       pending_row("llm-scale", row, label, command("toolretriever-loop", c, label, n=n_trace)),
                       lambda c=c, n_trace=n_trace: C.toolretriever_loop_test(c, label, n=n_trace), partial=True)
             if got:
-                v, pq = measured(got, qrels, metrics=METRICS[:3])
-                add("llm-scale", label, row, v, len(got), ours_only=True, per_query=pq, planned=n_scale)
-                scale_pq[row] = pq
+                scale_add(row, got, planned=len(scale))
+                extra.setdefault("prompt_echoes", []).append(
+                    {"row": row, **C.prompt_echoes(got, tests[label].qrels, c)})
     extra["llm_scale"] = C.decomposition({label: scale_pq}, parts=C.scale_parts(cfg.scale_llms)).to_dict("records") \
         if scale_pq else []
     # Table 5: rounds 1-3 of the main run on I2, with the LLM seconds per instruction

@@ -225,6 +225,31 @@ def scale_runs(cfg, group: str = X.ABLATION_GROUP) -> list[tuple[str, object, in
              cfg.sample_size(group) if name == cfg.llm else cfg.scale_queries) for name in cfg.scale_llms]
 
 
+def prompt_echoes(traces: Mapping[str, Trace], qrels: Mapping, cfg, metric: str = "ndcg@5") -> dict:
+    """The refinements of ``traces`` that repeat the refinement request itself
+    (:func:`toolkit.llm.parsers.repeats_prompt`) instead of refining the instruction, and the row's ``metric`` beside
+    what it would be had each such instruction left the loop at the round before (keeping that round's list): how
+    much of a row's score a small LLM's copied prompt explains. The loop keeps such a text as it keeps any
+    refinement (the traces stay what was generated); this only measures it."""
+    from toolkit.llm import parsers, prompts
+    request = (prompts.FEEDBACK_REFINE_WORDINGS[cfg.feedback.refine_wording] if cfg.feedback.decision == "answers"
+               else prompts.FEEDBACK_STEP_REFINEMENT)
+    refinements, echoes, stop_at = 0, 0, {}
+    for q, tr in traces.items():
+        for t, text in enumerate(tr.instructions[1:], 1):
+            refinements += 1
+            if parsers.repeats_prompt(text, request):
+                echoes += 1
+                stop_at.setdefault(q, t - 1)
+    values = X.trace_values(traces, qrels, None, [metric], per_query=True)[metric]
+    stopped = dict(values)
+    for q, t in stop_at.items():
+        stopped[q] = X.trace_values({q: traces[q]}, qrels, t, [metric], per_query=True)[metric][q]
+    n = max(len(values), 1)
+    return {"instructions": len(traces), "refinements": refinements, "repeat the request": echoes,
+            metric: sum(values.values()) / n, f"{metric} had they stopped": sum(stopped.values()) / n}
+
+
 def scale_parts(llms) -> tuple[tuple[str, str, str], ...]:
     """The LLM-scale comparisons (column, a, b): the oracle (the ceiling) and each LLM's loop against ToolRetriever,
     each larger LLM against the smallest, and the oracle against each LLM's loop."""
@@ -241,7 +266,7 @@ def scale_text(records, metric: str = "ndcg@5") -> str:
     closest to the oracle (the smallest oracle - loop difference)."""
     from toolkit.significance import p_label
     rows = [r for r in records if r["metric"] == metric]
-    text = "; ".join(f"{r['part']} {r['diff']:+.3f} (n = {r['n']}, {p_label(r['p'])})" for r in rows)
+    text = "; ".join(f"{r['part']} {_diff_p(r, with_n=True)}" for r in rows)
     gaps = [r for r in rows if r["part"].startswith("oracle - loop")]
     if gaps:
         best = min(gaps, key=lambda r: r["diff"])
@@ -308,10 +333,11 @@ def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
     return pd.DataFrame(rows, columns=["set", "part", "a", "b", "metric", "n", "diff", "p"])
 
 
-def _diff_p(r) -> str:
-    """"+0.012 (p=0.034)" of one decomposition record."""
+def _diff_p(r, with_n: bool = False) -> str:
+    """"+0.012 (p=0.034)" of one decomposition or scale record; with ``with_n``, "+0.012 (n = 60, p=0.034)"."""
     from toolkit.significance import p_label
-    return f"{r['diff']:+.3f} ({p_label(r['p'])})"
+    n = f"n = {r['n']}, " if with_n else ""
+    return f"{r['diff']:+.3f} ({n}{p_label(r['p'])})"
 
 
 def decomposition_table(records, metric: str = "ndcg@5"):

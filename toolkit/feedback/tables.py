@@ -277,6 +277,23 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     return pd.DataFrame(out, columns=["claim", "holds", "evidence", "p", "tests"])
 
 
+def claims_by_setup(setups: dict[str, pd.DataFrame], paper: pd.DataFrame | None = None,
+                    metric: str = "ndcg@5") -> pd.DataFrame:
+    """:func:`claims` judged on each setup's values (``{"fair LLM": values, "capped LLM": values}``, each
+    :func:`toolkit.feedback.collect.collect`'s long table): one row per claim and setup, a claim's rows together in
+    the setups' order, so a reader sees what changed. ``paper``: the paper's own values (:func:`paper_values`), whose
+    verdict fills column ``paper``. Columns: claim, setup, paper, here, evidence, p, tests."""
+    if not setups:
+        raise ValueError("claims_by_setup needs at least one setup's values")
+    frames = []
+    for name, values in setups.items():
+        frames.append(claims(values, metric).rename(columns={"holds": "here"})
+                      .assign(setup=name, order=lambda d: range(len(d))))
+    out = pd.concat(frames, ignore_index=True).sort_values("order", kind="stable")
+    out["paper"] = "" if paper is None else out.order.map(claims(paper, metric).holds)
+    return out[["claim", "setup", "paper", "here", "evidence", "p", "tests"]].reset_index(drop=True)
+
+
 def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:
     """The paper's Tables 2-7 (``load_paper_numbers("iterative_feedback")``) in :func:`claims`' long format."""
     label = {v: k for k, v in KEY.items()}

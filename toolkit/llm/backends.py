@@ -112,6 +112,8 @@ def _add_request_fields(body: dict[str, Any], req: Request) -> None:
 # --caps 160,160,96 --speculative ngram-simple,draft:qwen-0.5b; 2 threads, nothing else running) the plain feedback
 # round took 252.8 s for 6, ngram-simple 278.5 s (0.91x) and a Qwen2.5-Coder-0.5B draft 710.9 s (0.36x: both models
 # share two cores), and the drafted runs' greedy answers differed from the plain run's (10 and 7 of 18 identical).
+# Again with the fair step's longer answers (2026-12-04: --fair --n 3 --parallel 1 --only chat --speculative
+# ngram-simple): plain 187.2 s for 3 rounds, ngram-simple 213.7 s (0.88x), 2 of 9 answers identical. It does not pay.
 SPECULATIVE = ("ngram-simple", "ngram-mod", "draft:<model>")
 
 

@@ -266,6 +266,18 @@ def _is_heading_or_label(line: str) -> bool:
             or line.rstrip("*_ ").endswith(":") and len(line.split()) <= 12)
 
 
+def repeats_prompt(text: str, prompt: str, words: int = 10) -> bool:
+    """Whether ``text`` repeats ``words`` consecutive words of ``prompt`` (case and punctuation aside): an answer that
+    copies the request it was given instead of answering it. A refined instruction has no reason to quote ten words
+    of our step-4 wording; Qwen2.5-Coder-0.5B returned that wording as its "refined instruction" for 2 of its 25
+    refinements on notebook 30's I2 scale sample."""
+    if words < 1:
+        raise ValueError(f"words must be >= 1, got {words}")
+    p, t = re.findall(r"[a-z0-9]+", prompt.lower()), re.findall(r"[a-z0-9]+", text.lower())
+    grams = {tuple(p[i:i + words]) for i in range(len(p) - words + 1)}
+    return any(tuple(t[i:i + words]) in grams for i in range(len(t) - words + 1))
+
+
 def parse_refinement(text: str) -> str | None:
     """Feedback refinement (§4.2, Eq. 4): ``None`` for "N/A" (no refinement), else the refined instruction:
     the text after a "Refined instruction:" label if there is one, without preambles, headings and labels

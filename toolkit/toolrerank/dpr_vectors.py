@@ -15,6 +15,8 @@ on this machine, and from that file otherwise. A text the file lacks is an error
 """
 from __future__ import annotations
 
+import functools
+
 import json
 from pathlib import Path
 
@@ -49,8 +51,7 @@ class FrozenDense(DenseRetriever):
     def __init__(self, path: Path, batch_size: int = 64):
         super().__init__(model=str(path), batch_size=batch_size, cache=False)
         self.path = Path(path)
-        with np.load(self.path) as z:
-            self._keys, self._vecs = z["keys"], z["vectors"]
+        self._keys, self._vecs = _vectors(str(self.path), self.path.stat().st_mtime_ns)
         if len(self._keys) != len(self._vecs) or not np.all(self._keys[:-1] < self._keys[1:]):
             raise ValueError(f"{self.path}: keys and vectors do not match or keys are not sorted and unique; "
                              f"re-export it (toolkit.toolrerank.dpr_vectors.export)")
@@ -67,6 +68,13 @@ class FrozenDense(DenseRetriever):
                            f"{texts[missing[0]]!r:.80}); the export covers {', '.join(DATASETS)} only. Train the DPR "
                            f"(scripts/train_toolrerank.py --stages dual_encoder) so the live model serves them")
         return self._vecs[rows].astype(np.float32)
+
+
+@functools.lru_cache(maxsize=4)
+def _vectors(path: str, mtime_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, vectors) of one export, read once per file version and process (one FrozenDense per corpus)."""
+    with np.load(path) as z:
+        return z["keys"], z["vectors"]
 
 
 def retriever(de_path: Path, batch_size: int = 64) -> DenseRetriever:

@@ -7,6 +7,8 @@ so a rerun of a finished profile only evaluates.
 """
 from __future__ import annotations
 
+import functools
+
 import json
 import random
 import time
@@ -267,9 +269,11 @@ def train_all(split: SeenUnseenSplit, setup: Setup, log=print, stages=("dual_enc
     return Models(de_path, ce_path, cl_path, root, stats)
 
 
+@functools.lru_cache(maxsize=8)
 def toollens_split(setup: Setup) -> SeenUnseenSplit:
     """The seen/unseen split of ToolLens (train + test) that ``setup`` trains on: its seed draws the
-    held-out categories and tools and the dev set."""
+    held-out categories and tools and the dev set. Built once per setup and process (the head-to-head asked for
+    it three times per run); callers read it and never change it."""
     from toolkit.data import load_dataset
 
     from .splits import make_split

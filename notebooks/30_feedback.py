@@ -443,12 +443,16 @@ claims = T.claims_by_setup({"fair LLM": fair_values, "capped LLM": llm_values},
                            T.paper_values(load_paper_numbers(T.PAPER)))
 rec.extra["claims"] = claims.to_dict("records")
 rec.extra["fair_pending"] = fair_pending
-fair_plan = pd.DataFrame(fair_pending, columns=["table", "condition", "set", "needs", "why"])
+fair_progress = B.progress(fair_cfg, tests, loop_controls=True)
+fair_left = B.left_at_measured_rate(fair_progress)
+rec.extra["fair_plan"] = {"progress": fair_progress.reset_index().to_dict("records"), **fair_left}
 print(f"fair LLM step: offline feedback on {fair_cfg.train_feedback_requests or 'all'} training instructions "
-      f"(capped LLM: {cfg.train_feedback_requests or 'all'}); {len(fair_plan)} of its traces pending, written by "
-      f"{fair_plan.needs.nunique()} commands (`python -m toolkit.feedback all --fair` runs them in order)")
+      f"(capped LLM: {cfg.train_feedback_requests or 'all'}); {len(fair_pending)} rows pending on its traces "
+      f"(`python -m toolkit.feedback all --fair` writes them in order); {fair_left['left']:,} instructions left"
+      + (f", ~{fair_left['hours']:.1f} h at the {fair_left['s per instruction']:.0f} s per instruction measured so "
+         "far (a lower bound)" if fair_left["hours"] is not None else ""))
 display(claims.drop(columns="tests"))
-fair_plan.groupby("needs", sort=False).agg(rows=("condition", "size"), why=("why", "first")) if len(fair_plan) else None
+fair_progress
 
 # %% [markdown]
 # ## Reading

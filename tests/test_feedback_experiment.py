@@ -329,13 +329,14 @@ def test_status_prints_the_plan_progress_without_a_model(capsys, monkeypatch, tm
     X.save_traces(_traced(config_for("smoke"), 4), X.train_trace_path(config_for("smoke")),
                   {"complete": False, "instructions": 4, "wall_s": 360.0})
     assert M.main(["status", "--profile", "smoke"]) == 0
-    out = capsys.readouterr().out                                   # 42 planned, 4 traced at 90 s each
-    assert "measured so far: 90 s per instruction over 4 traced -> ~0.9 h for the 38 left" in out
+    out = capsys.readouterr().out             # 42 planned + 4 x 4 for the loop on ToolRetriever, 4 traced at 90 s each
+    assert "ToolRetriever + loop I2 (fair LLM)" in out
+    assert "measured so far: 90 s per instruction over 4 traced -> ~1.4 h for the 54 left" in out
     import pandas as pd
 
     from toolkit.feedback import budget as B
     done = pd.DataFrame({"planned": [4, 2], "traced": [4, 2], "wall h": [0.1, 0.1]}, index=["a", "b"])
-    monkeypatch.setattr(B, "progress", lambda cfg, tests: done)    # every planned instruction traced
+    monkeypatch.setattr(B, "progress", lambda cfg, tests, **_: done)    # every planned instruction traced
     assert M.main(["status", "--profile", "smoke"]) == 0
     out = capsys.readouterr().out
     assert "nothing left: all 6 planned instructions are traced, 0.2 h of generation at 120 s per instruction" in out

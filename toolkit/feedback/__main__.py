@@ -84,7 +84,7 @@ def print_status(cfg) -> None:
     generation hours so far, and the plan's upper bound from the recorded benchmark."""
     from toolkit.feedback import budget as B
     tests = X.test_datasets(cfg)
-    progress = B.progress(cfg, tests)
+    progress = B.progress(cfg, tests, loop_controls=True)
     print(f"30_feedback ({cfg.profile}): LLM {cfg.llm}, {cfg.llm_slots or 1} slot(s)")
     problems = progress.pop("problem") if "problem" in progress else progress.planned.map(lambda _: "")
     print(progress.to_string())
@@ -93,9 +93,9 @@ def print_status(cfg) -> None:
     if (problems != "").any():
         raise SystemExit(f"{int((problems != '').sum())} stage(s) have damaged traces (above); restore or regenerate them")
     left = (progress.planned - progress.traced).clip(lower=0).to_dict()
-    left_n = int(sum(left.values()))
+    at = B.left_at_measured_rate(progress)
+    left_n, rate = at["left"], at["s per instruction"]
     done = progress[progress["wall h"] > 0]
-    rate = done["wall h"].sum() * 3600 / done.traced.sum() if len(done) else None  # all rounds, retrieval, N/A stops
     if left_n == 0:
         print(f"nothing left: all {int(progress.planned.sum()):,} planned instructions are traced"
               + (f", {done['wall h'].sum():.1f} h of generation at {rate:.0f} s per instruction" if rate else ""))
@@ -107,7 +107,7 @@ def print_status(cfg) -> None:
               f"{s} s per round (benchmark of {rec['measured']})")
     if rate is not None:
         print(f"measured so far: {rate:.0f} s per instruction over {int(done.traced.sum()):,} traced -> "
-              f"~{left_n * rate / 3600:.1f} h for the {left_n:,} left at that rate (the traces' wall time: a run "
+              f"~{at['hours']:.1f} h for the {left_n:,} left at that rate (the traces' wall time: a run "
               f"killed mid-chunk loses that chunk's time, and cached answers are served free, so a lower bound)")
 
 

@@ -28,29 +28,53 @@ def planned_instructions(cfg, tests: Mapping) -> dict[str, int]:
     return progress(cfg, tests).planned.astype(int).to_dict()
 
 
-def progress(cfg, tests: Mapping):
+def progress(cfg, tests: Mapping, loop_controls: bool = False):
     """Per budget row: instructions planned, traced so far (its traces' meta) and the generation wall hours so
-    far -- one row each, in generation order, so a long run's state is read from the committed traces alone."""
+    far -- one row each, in generation order, so a long run's state is read from the committed traces alone.
+    ``loop_controls``: also the LLM loop on ToolRetriever per group (the fair LLM step: notebook 30 reads it beside
+    either plan), after the plan's stages."""
     import pandas as pd
 
     from toolkit.feedback import experiment as X
     rows: dict[str, dict] = {}
-    for stage in X.llm_stages(cfg, tests):
-        r = rows.setdefault(stage.row, {"stage": stage.row, "planned": 0, "traced": 0, "wall s": 0.0, "problem": ""})
-        r["planned"] += len(stage.qids)
+
+    def count(row: str, path: Path, qids) -> None:
+        r = rows.setdefault(row, {"stage": row, "planned": 0, "traced": 0, "wall s": 0.0, "problem": ""})
+        r["planned"] += len(qids)
         # traced = the trace's lines for this stage's instructions (not its meta's count: an emptied or edited
         # trace is not "done"); a damaged trace is a problem named in the row
         try:
-            meta = X.load_meta(stage.path) if X.meta_path(stage.path).is_file() else {}
-            traced = len(set(X.load_traces(stage.path)) & set(stage.qids)) if stage.path.is_file() else 0
+            meta = X.load_meta(path) if X.meta_path(path).is_file() else {}
+            traced = len(set(X.load_traces(path)) & set(qids)) if path.is_file() else 0
         except ValueError as e:
             meta, traced = {}, 0
             r["problem"] = (r["problem"] + "; " if r["problem"] else "") + str(e).split(";")[0]
         r["traced"] += traced
         r["wall s"] += meta.get("wall_s", 0.0)
+    for stage in X.llm_stages(cfg, tests):
+        count(stage.row, stage.path, stage.qids)
+    if loop_controls:
+        from toolkit.feedback import controls as C
+        from toolkit.feedback.config import with_fair_feedback
+        fair = with_fair_feedback(cfg)
+        for g in (g for g in (*X.GROUPS, *X.OUT_OF_DOMAIN) if g in tests):    # the sets given, as llm_stages
+            n = cfg.sample_size(g)
+            count(f"{C.TOOLRETRIEVER_LOOP} {g} (fair LLM)", C.toolretriever_loop_trace_path(fair, g, n),
+                  tuple(tests[g].nested_sample(n, cfg.sample_seed).queries))
     frame = pd.DataFrame(list(rows.values())).set_index("stage")
     frame["wall h"] = (frame.pop("wall s") / 3600).round(2)
     return frame
+
+
+def left_at_measured_rate(progress) -> dict:
+    """What :func:`progress`' plan still needs: instructions left, the measured seconds per instruction over the rows
+    traced so far (their traces' wall time over their instructions: every round, retrieval and "N/A" stop included;
+    None before any) and the hours left at that rate (None without a rate). A lower bound: a run killed mid-chunk
+    loses that chunk's time, and cached answers are served free."""
+    left = int((progress.planned - progress.traced).clip(lower=0).sum())
+    done = progress[progress["wall h"] > 0]
+    rate = float(done["wall h"].sum() * 3600 / done.traced.sum()) if len(done) and done.traced.sum() else None
+    return {"left": left, "s per instruction": rate, "hours": None if rate is None else left * rate / 3600}
 
 
 def loop_cost(traces: Mapping[str, Path]) -> "pd.DataFrame":

@@ -43,9 +43,10 @@ def parse_condition(cfg, text: str | None):
 
 
 def run_all(cfg, run=None) -> None:
-    """Every trace the notebook needs, cheapest first (:func:`missing_commands`): the ToolRetriever runs (no LLM),
-    the training feedback, the main run's test groups, the Tables 4 and 7 conditions, then Table 6's mpnet
-    (its warm-up's ToolRetriever run on I2, then its loop).
+    """Every trace the notebook needs, in :func:`missing_commands`' order: the ToolRetriever runs (no LLM), the
+    loop on ToolRetriever on I2, the training feedback, the main run's test groups, their controls, the loop on
+    ToolRetriever on the other groups, the Tables 4 and 7 conditions, then Table 6's mpnet (its warm-up's
+    ToolRetriever run on I2, then its loop).
 
     Each missing trace is written by its own child process (its stage's command), one after another, so the
     memory of one stage is returned before the next starts: one process that had loaded the LLM, the corpus
@@ -63,16 +64,42 @@ def run_all(cfg, run=None) -> None:
 
 
 def missing_commands(cfg) -> list[str]:
-    """The commands that write the traces still missing or incomplete, in the order ``all`` runs them: the
-    stages in :func:`~toolkit.feedback.experiment.llm_stages`' order, except that a condition with another base
-    encoder (Table 6's mpnet: its own warm-up, ~5x slower to train and encode than MiniLM, hours on this CPU)
-    comes last, its warm-up's ToolRetriever run (no LLM) before its loop."""
+    """The commands that write the traces still missing or incomplete, in the order ``all`` runs them (issue 48's
+    order of what each row tells a reader): the ToolRetriever runs (no LLM); the LLM's loop on ToolRetriever on I2
+    (the fair LLM step, no feedback training); the stages in :func:`~toolkit.feedback.experiment.llm_stages`' order
+    up to the Tables 4, 6, 7 conditions; each group's controls (no LLM: the matched-budget fine-tune and the oracle);
+    the loop on ToolRetriever on the other groups; then the conditions, where one with another base encoder
+    (Table 6's mpnet: its own warm-up, ~5x slower to train and encode than MiniLM, hours on this CPU) comes last, its
+    warm-up's ToolRetriever run (no LLM) before its loop."""
+    from toolkit.feedback import controls as C
+    from toolkit.feedback.config import with_fair_feedback
     tests = X.test_datasets(cfg)
-    out = [X.command("toolretriever", cfg, g) for g in (*X.GROUPS, *X.OUT_OF_DOMAIN)
-           if not X.toolretriever_trace_path(cfg, g).is_file()]
-    for stage in sorted(X.llm_stages(cfg, tests), key=lambda s: s.cfg.base != cfg.base):      # stable
-        if (stage.condition and stage.condition[0] in X.WARMUP_ROWS
-                and not X.toolretriever_trace_path(stage.cfg, stage.group).is_file()):
+    fair = with_fair_feedback(cfg)
+    groups = (*X.GROUPS, *X.OUT_OF_DOMAIN)
+    out = [X.command("toolretriever", cfg, g) for g in groups if not X.toolretriever_trace_path(cfg, g).is_file()]
+
+    def loop(g) -> list[str]:
+        n = cfg.sample_size(g)
+        qids = tests[g].nested_sample(n, cfg.sample_seed).queries
+        done = X.trace_complete(C.toolretriever_loop_trace_path(fair, g, n), qids)
+        return [] if done else [X.command("toolretriever-loop", fair, g)]
+    out += loop(X.ABLATION_GROUP)
+    stages_ = sorted(X.llm_stages(cfg, tests), key=lambda s: s.cfg.base != cfg.base)      # stable
+    main = [s for s in stages_ if not s.condition]
+    for stage in main:
+        if not X.trace_complete(stage.path, stage.qids):
+            out.append(stage.command)
+    for stage in main:
+        if stage.group is None:
+            continue
+        n = cfg.sample_size(stage.group)
+        paths = [C.same_steps_trace_path(cfg, stage.group, n),
+                 *(C.oracle_trace_path(cfg, stage.group, n, r) for r in C.RETRIEVERS)]
+        if not all(X.trace_complete(p, stage.qids) for p in paths):
+            out.append(C.command(cfg, stage.group))
+    out += [c for g in groups if g != X.ABLATION_GROUP for c in loop(g)]
+    for stage in (s for s in stages_ if s.condition):
+        if stage.condition[0] in X.WARMUP_ROWS and not X.toolretriever_trace_path(stage.cfg, stage.group).is_file():
             out.append(X.command("toolretriever", stage.cfg, stage.group, *stage.condition))
         if not X.trace_complete(stage.path, stage.qids):
             out.append(stage.command)

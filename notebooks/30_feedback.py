@@ -392,8 +392,9 @@ rec.extra["offline_feedback_moves"] = offline_moves
 # §4.2 asks two questions before refining (all goals solved? appropriate tools ranked highest?) and refines unless
 # both answers are "yes" (`FeedbackConfig.decision`: `"answers"` applies that rule in our code, `"model"` lets the LLM
 # write "N/A" itself). A strict reading of "all goals solved" is that the round-0 top K holds every gold API; the
-# table puts the LLM's "N/A" beside that, per set (the main run's test traces, and the offline feedback on ToolLens
-# train). "N/A with gold missing" is the share
+# table puts the LLM's "N/A" beside that, per set (the main run's test traces, the offline feedback on ToolLens
+# train, and rows "<set>: ToolRetriever + loop (fair LLM)": the fair LLM step's loop on the warm-up retriever, on the
+# instructions traced so far, the same in the next section's tables). "N/A with gold missing" is the share
 # of instructions the loop gave up on while the retriever had missed a gold API. With `decision="answers"`, "Q1 yes" /
 # "Q2 yes" are the shares of round-1 answers saying all goals are solved / the appropriate tools are ranked highest,
 # and "Q1 yes with all gold" how often a "yes" to Q1 had every gold API in the top K.

@@ -97,6 +97,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
     # the controls (toolkit.feedback.controls) beside Ours on each LLM sample, and the gap's decomposition
     from toolkit.feedback.config import with_fair_feedback
     fair = with_fair_feedback(cfg)                     # issue 48's fair LLM step (toolkit.feedback.config.fair_config)
+    fair_loops: dict[str, tuple[dict, str]] = {}       # the loop on ToolRetriever per group: (traces, group)
     for label in (*GROUPS, *OUT_OF_DOMAIN):
         if label not in ours:
             continue
@@ -120,6 +121,8 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         needed = plan[f"test {label}"].qids
         for method, path, produce, how, partial in controls:
             got = get(path, needed, pending_row(table, method, label, how), produce, partial=partial)
+            if got and method == C.TOOLRETRIEVER_LOOP:
+                fair_loops[f"{label}: {C.TOOLRETRIEVER_LOOP} (fair LLM)"] = (got, label)   # audited below
             if got:
                 # the rows of Ours' traced instructions (Ours or the control in progress: fewer)
                 got = {q: got[q] for q in sample if q in got}
@@ -216,8 +219,10 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 {**r["values"], **({"rewritten": r["rewritten"]} if "rewritten" in r else {})},
                 len(offline), ours_only=True, per_query=r["per_query"], planned=len(plan["training feedback"].qids))
     # what the LLM did with each instruction, and what that did to its retrieval: test traces and offline feedback
-    judged = {**ours, **({OFFLINE_SET: offline} if offline else {})}
-    judged_qrels = {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels}
+    # (and the fair LLM step's loop on ToolRetriever, beside them: how its decisions and rewrites differ)
+    judged = {**ours, **({OFFLINE_SET: offline} if offline else {}), **{k: tr for k, (tr, _) in fair_loops.items()}}
+    judged_qrels = {**{g: tests[g].qrels for g in ours}, OFFLINE_SET: train.qrels,
+                    **{k: tests[g].qrels for k, (_, g) in fair_loops.items()}}
     extra["decision_audit"] = decision_audit(judged, judged_qrels, cfg.feedback.k).to_dict("records")
     extra["refinement_effect"] = refinement_effect(judged, judged_qrels, cfg.training.rounds).to_dict("records")
     extra["rewrite_moves"] = rewrite_moves(judged, judged_qrels).to_dict("records")

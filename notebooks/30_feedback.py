@@ -397,7 +397,9 @@ rec.extra["offline_feedback_moves"] = offline_moves
 # instructions traced so far, the same in the next section's tables). "N/A with gold missing" is the share
 # of instructions the loop gave up on while the retriever had missed a gold API. With `decision="answers"`, "Q1 yes" /
 # "Q2 yes" are the shares of round-1 answers saying all goals are solved / the appropriate tools are ranked highest,
-# and "Q1 yes with all gold" how often a "yes" to Q1 had every gold API in the top K.
+# "both yes" the rule's own "N/A" (with the fair step, an instruction also stops when its refinement returns it
+# unchanged: the rest of "N/A at round 1"), and "Q1 yes with all gold" how often a "yes" to Q1 had every gold API
+# in the top K.
 
 # %%
 audit = pd.DataFrame(extra.get("decision_audit", []))
@@ -587,7 +589,9 @@ if len(audit):
                  + (" Asked whether all goals are solved, it said yes on "
                     + ", ".join(f"{g} {a.at[g, 'Q1 yes']:.0%}" for g in a.index)
                     + ", and whether the appropriate tools rank highest, on "
-                    + ", ".join(f"{g} {a.at[g, 'Q2 yes']:.0%}" for g in a.index) + "."
+                    + ", ".join(f"{g} {a.at[g, 'Q2 yes']:.0%}" for g in a.index) + "; both yes (the rule's own "
+                    "N/A; the rest of the stops are refinements that returned the instruction unchanged) on "
+                    + ", ".join(f"{g} {a.at[g, 'both yes']:.0%}" for g in a.index) + "."
                     if "Q1 yes" in a else ""))
 if len(effect):
     e, T_ = effect.set_index(["set", "instructions"]), cfg.training.rounds

@@ -430,6 +430,7 @@ def test_decision_audit_sets_na_beside_gold_coverage_of_the_judged_list():
     row = decision_audit({"I2": traces}, {"I2": qrels}, k=2).iloc[0]
     assert row["answered"] == 3 and row["Q1 yes"] == pytest.approx(2 / 3) and row["Q2 yes"] == pytest.approx(1 / 3)
     assert row["Q1 yes with all gold"] == pytest.approx(1 / 2)                  # a right, b wrong
+    assert row["both yes"] == pytest.approx(1 / 3)      # a: the rule's N/A; b stopped with a "no" (unchanged text)
 
 
 def test_refinement_effect_splits_rounds_by_what_the_llm_did_with_the_text():

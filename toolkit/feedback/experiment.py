@@ -309,6 +309,9 @@ def decision_audit(traces_by_group: Mapping[str, Mapping[str, Trace]], qrels_by_
             q1_yes = [c for a, c in answered if a[0] == "yes"]
             rows[-1].update({"answered": len(answered), "Q1 yes": len(q1_yes) / len(answered),
                              "Q2 yes": sum(a[1] == "yes" for a, _ in answered) / len(answered),
+                             # the rule's own "N/A"; the rest of "N/A at round 1" is a refinement that returned the
+                             # instruction unchanged (unchanged="na") or parsed to nothing
+                             "both yes": sum(tuple(a) == ("yes", "yes") for a, _ in answered) / len(answered),
                              "Q1 yes with all gold": sum(q1_yes) / len(q1_yes) if q1_yes else float("nan")})
     return pd.DataFrame(rows)
 

@@ -455,7 +455,7 @@ print(f"fair LLM step: offline feedback on {fair_cfg.train_feedback_requests or 
       + (f", ~{fair_left['hours']:.1f} h at the {fair_left['s per instruction']:.0f} s per instruction measured so "
          "far (a lower bound)" if fair_left["hours"] is not None else ""))
 display(claims.drop(columns="tests"))
-fair_progress
+fair_progress.drop(columns="problem") if (fair_progress.problem == "").all() else fair_progress
 
 # %% [markdown]
 # ## Reading

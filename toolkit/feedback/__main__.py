@@ -79,9 +79,7 @@ def missing_commands(cfg) -> list[str]:
     out = [X.command("toolretriever", cfg, g) for g in groups if not X.toolretriever_trace_path(cfg, g).is_file()]
 
     def loop(g) -> list[str]:
-        n = cfg.sample_size(g)
-        qids = tests[g].nested_sample(n, cfg.sample_seed).queries
-        done = X.trace_complete(C.toolretriever_loop_trace_path(fair, g, n), qids)
+        done = X.trace_complete(C.toolretriever_loop_trace_path(fair, g, cfg.sample_size(g)), X.llm_sample(cfg, tests, g))
         return [] if done else [X.command("toolretriever-loop", fair, g)]
     out += loop(X.ABLATION_GROUP)
     stages_ = sorted(X.llm_stages(cfg, tests), key=lambda s: s.cfg.base != cfg.base)      # stable

@@ -58,9 +58,8 @@ def progress(cfg, tests: Mapping, loop_controls: bool = False):
         from toolkit.feedback.config import with_fair_feedback
         fair = with_fair_feedback(cfg)
         for g in (g for g in (*X.GROUPS, *X.OUT_OF_DOMAIN) if g in tests):    # the sets given, as llm_stages
-            n = cfg.sample_size(g)
-            count(f"{C.TOOLRETRIEVER_LOOP} {g} (fair LLM)", C.toolretriever_loop_trace_path(fair, g, n),
-                  tuple(tests[g].nested_sample(n, cfg.sample_seed).queries))
+            count(f"{C.TOOLRETRIEVER_LOOP} {g} (fair LLM)",
+                  C.toolretriever_loop_trace_path(fair, g, cfg.sample_size(g)), X.llm_sample(cfg, tests, g))
     frame = pd.DataFrame(list(rows.values())).set_index("stage")
     frame["wall h"] = (frame.pop("wall s") / 3600).round(2)
     return frame

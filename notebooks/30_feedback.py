@@ -263,10 +263,10 @@ for m, tab in decomp.items():
 # cap in 3 of its first 33 assessments (`scripts/ab_reasoning_dry.py`, `results/bench/feedback_dry.json`; that first
 # run is in the git history). Another LLM, for instance a larger one on an OpenAI-compatible server, needs no code change:
 # `TOOLKIT_LLM_BACKEND=openai python -m toolkit.feedback toolretriever-loop --profile paper --fair --llm <model>
-# --group I2 --n 60`, with `-p scale_llms=...` naming it here. The last table counts the refinements that repeat
-# step 4's own request instead of refining the instruction (`toolkit.feedback.controls.prompt_echoes`: ten
-# consecutive words of it), with the row's NDCG@5 had those instructions stopped at the round before: how much of a
-# row's score the copied prompt explains. The traces keep what was generated.
+# --group I2 --n 60`, with `-p scale_llms=...` naming it here. The last table counts the refinements that are not
+# refined instructions (`toolkit.feedback.controls.non_refinements`: they repeat ten consecutive words of step 4's
+# own request, are a bare yes/no, or refuse), with the row's NDCG@5 had those instructions stopped at the round
+# before: how much of a row's score the LLM's non-answers explain. The traces keep what was generated.
 
 # %%
 scale_rows = llm_values[llm_values.table == "llm-scale"]
@@ -278,8 +278,8 @@ scale_parts = pd.DataFrame(rec.extra["llm_scale"])
 display(scale_parts.pivot_table(index="part", columns="metric", values="diff", sort=False).round(3)
         .join(scale_parts[scale_parts.metric == "ndcg@5"].set_index("part")[["n", "p"]])
         if len(scale_parts) else "no pair of LLM-scale rows yet")
-rec.extra["prompt_echoes"] = extra.get("prompt_echoes", [])
-pd.DataFrame(rec.extra["prompt_echoes"]).set_index("row").round(3) if rec.extra["prompt_echoes"] else None
+rec.extra["non_refinements"] = extra.get("non_refinements", [])
+pd.DataFrame(rec.extra["non_refinements"]).set_index("row").round(3) if rec.extra["non_refinements"] else None
 
 # %% [markdown]
 # ## Table 4 — ablations, Table 5 — rounds, Table 6 — base models, Table 7 — embedding sizes (I2)
@@ -540,11 +540,13 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
         lines.append(f"- **Is the LLM the limit?** (the loop on ToolRetriever with each LLM, I2 sample of "
                      f"{cfg.scale_queries}, NDCG@5, paired differences on the instructions both rows traced): "
                      + C.scale_text(rec.extra["llm_scale"]) + ". Largest share of a step's answers at its cap: "
-                     + ", ".join(f"{m} {x:.1%}" for m, x in fair_caps.items()) + ". Refinements that repeat "
-                     "step 4's request instead of refining: "
-                     + ", ".join(f"{e['row']} {e['repeat the request']} of {e['refinements']} (NDCG@5 "
-                                 f"{e['ndcg@5']:.3f}, {e['ndcg@5 had they stopped']:.3f} had they stopped)"
-                                 for e in rec.extra["prompt_echoes"]) + ".")
+                     + ", ".join(f"{m} {x:.1%}" for m, x in fair_caps.items()) + ". Refinements that are not "
+                     "refined instructions: "
+                     + ", ".join(f"{e['row']} {e['not a refinement']} of {e['refinements']} ("
+                                 f"{e['repeats the request']} repeat step 4's request, {e['a bare yes/no']} a bare "
+                                 f"yes/no, {e['a refusal']} refuse; NDCG@5 {e['ndcg@5']:.3f}, "
+                                 f"{e['ndcg@5 had they stopped']:.3f} had they stopped)"
+                                 for e in rec.extra["non_refinements"]) + ".")
     lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
                  + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
     if len(condition_rounds):

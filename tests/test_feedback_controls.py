@@ -341,22 +341,30 @@ def test_scale_text_reads_each_part_and_names_the_loop_closest_to_the_oracle():
     assert C.scale_text([]) == ""
 
 
-def test_prompt_echoes_count_refinements_that_copy_the_request_and_what_stopping_would_have_kept():
+def test_non_refinements_count_texts_that_are_not_instructions_and_what_stopping_would_have_kept():
     from types import SimpleNamespace
 
     from toolkit.llm import prompts
-    from toolkit.llm.parsers import repeats_prompt
+    from toolkit.llm.parsers import non_instruction, repeats_prompt
     request = prompts.FEEDBACK_REFINE_WORDINGS["enrich"]
     assert repeats_prompt("Step 4: refinement. " + request[20:200], request)
     assert not repeats_prompt("Find concerts near Berlin next week and translate the venue names into German", request)
     with pytest.raises(ValueError, match="words must be >= 1"):
         repeats_prompt("a", "a", words=0)
-    qrels = {"a": {"d1": 1}, "b": {"d1": 1}}
+    assert non_instruction("Step 4: refinement. " + request[20:200], request) == "repeats the request"
+    assert non_instruction("Yes", request) == non_instruction("yes yes.", request) == "a bare yes/no"
+    assert non_instruction("I'm sorry, but I can't assist with that.", request) == "a refusal"
+    for real in ("Yes, find concerts near Berlin and book two tickets", "No-code tools for a landing page",
+                 "Find concerts near Berlin next week and translate the venue names into German"):
+        assert non_instruction(real, request) is None, real
+    qrels = {"a": {"d1": 1}, "b": {"d1": 1}, "c": {"d1": 1}}
     traces = {"a": Trace("a", ["find a concert", request], runs=[{"d1": 2.0, "d0": 1.0}, {"d0": 2.0, "d1": 1.0}]),
               "b": Trace("b", ["find a concert", "find a concert near me"],
-                         runs=[{"d0": 2.0, "d1": 1.0}, {"d1": 2.0, "d0": 1.0}])}
+                         runs=[{"d0": 2.0, "d1": 1.0}, {"d1": 2.0, "d0": 1.0}]),
+              "c": Trace("c", ["find a concert", "Yes"], runs=[{"d1": 2.0, "d0": 1.0}, {"d0": 2.0, "d1": 1.0}])}
     cfg = SimpleNamespace(feedback=FeedbackConfig())
-    e = C.prompt_echoes(traces, qrels, cfg, metric="ndcg@1")
-    assert e["instructions"] == 2 and e["refinements"] == 2 and e["repeat the request"] == 1
-    # a: the copied request lost d1 at round 1; stopped at round 0 it keeps it -- b's real refinement is kept as it is
-    assert e["ndcg@1"] == pytest.approx(0.5) and e["ndcg@1 had they stopped"] == pytest.approx(1.0)
+    e = C.non_refinements(traces, qrels, cfg, metric="ndcg@1")
+    assert e["instructions"] == 3 and e["refinements"] == 3 and e["not a refinement"] == 2
+    assert (e["repeats the request"], e["a bare yes/no"], e["a refusal"]) == (1, 1, 0)
+    # a and c lost d1 at round 1; stopped at round 0 they keep it -- b's real refinement is kept as it is
+    assert e["ndcg@1"] == pytest.approx(1 / 3) and e["ndcg@1 had they stopped"] == pytest.approx(1.0)

@@ -156,8 +156,8 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                       lambda c=c, n_trace=n_trace: C.toolretriever_loop_test(c, label, n=n_trace), partial=True)
             if got:
                 scale_add(row, got, planned=len(scale))
-                extra.setdefault("prompt_echoes", []).append(
-                    {"row": row, **C.prompt_echoes(got, tests[label].qrels, c)})
+                extra.setdefault("non_refinements", []).append(
+                    {"row": row, **C.non_refinements(got, tests[label].qrels, c)})
     extra["llm_scale"] = C.decomposition({label: scale_pq}, parts=C.scale_parts(cfg.scale_llms)).to_dict("records") \
         if scale_pq else []
     # Table 5: rounds 1-3 of the main run on I2, with the LLM seconds per instruction

@@ -225,29 +225,31 @@ def scale_runs(cfg, group: str = X.ABLATION_GROUP) -> list[tuple[str, object, in
              cfg.sample_size(group) if name == cfg.llm else cfg.scale_queries) for name in cfg.scale_llms]
 
 
-def prompt_echoes(traces: Mapping[str, Trace], qrels: Mapping, cfg, metric: str = "ndcg@5") -> dict:
-    """The refinements of ``traces`` that repeat the refinement request itself
-    (:func:`toolkit.llm.parsers.repeats_prompt`) instead of refining the instruction, and the row's ``metric`` beside
-    what it would be had each such instruction left the loop at the round before (keeping that round's list): how
-    much of a row's score a small LLM's copied prompt explains. The loop keeps such a text as it keeps any
-    refinement (the traces stay what was generated); this only measures it."""
+def non_refinements(traces: Mapping[str, Trace], qrels: Mapping, cfg, metric: str = "ndcg@5") -> dict:
+    """The refinements of ``traces`` that are not refined instructions (:func:`toolkit.llm.parsers.non_instruction`:
+    they repeat the refinement request itself, are a bare yes/no, or refuse), counted by reason, and the row's
+    ``metric`` beside what it would be had each such instruction left the loop at the round before (keeping that
+    round's list): how much of a row's score a small LLM's non-answers explain. The loop keeps such a text as it keeps
+    any refinement (the traces stay what was generated); this only measures it."""
     from toolkit.llm import parsers, prompts
     request = (prompts.FEEDBACK_REFINE_WORDINGS[cfg.feedback.refine_wording] if cfg.feedback.decision == "answers"
                else prompts.FEEDBACK_STEP_REFINEMENT)
-    refinements, echoes, stop_at = 0, 0, {}
+    reasons = ("repeats the request", "a bare yes/no", "a refusal")
+    refinements, counts, stop_at = 0, dict.fromkeys(reasons, 0), {}
     for q, tr in traces.items():
         for t, text in enumerate(tr.instructions[1:], 1):
             refinements += 1
-            if parsers.repeats_prompt(text, request):
-                echoes += 1
+            why = parsers.non_instruction(text, request)
+            if why:
+                counts[why] += 1
                 stop_at.setdefault(q, t - 1)
     values = X.trace_values(traces, qrels, None, [metric], per_query=True)[metric]
     stopped = dict(values)
     for q, t in stop_at.items():
         stopped[q] = X.trace_values({q: traces[q]}, qrels, t, [metric], per_query=True)[metric][q]
     n = max(len(values), 1)
-    return {"instructions": len(traces), "refinements": refinements, "repeat the request": echoes,
-            metric: sum(values.values()) / n, f"{metric} had they stopped": sum(stopped.values()) / n}
+    return {"instructions": len(traces), "refinements": refinements, "not a refinement": sum(counts.values()),
+            **counts, metric: sum(values.values()) / n, f"{metric} had they stopped": sum(stopped.values()) / n}
 
 
 def scale_parts(llms) -> tuple[tuple[str, str, str], ...]:

@@ -269,13 +269,30 @@ def _is_heading_or_label(line: str) -> bool:
 def repeats_prompt(text: str, prompt: str, words: int = 10) -> bool:
     """Whether ``text`` repeats ``words`` consecutive words of ``prompt`` (case and punctuation aside): an answer that
     copies the request it was given instead of answering it. A refined instruction has no reason to quote ten words
-    of our step-4 wording; Qwen2.5-Coder-0.5B returned that wording as its "refined instruction" for 2 of its 25
-    refinements on notebook 30's I2 scale sample."""
+    of our step-4 wording (:func:`non_instruction` counts how often a small LLM does it)."""
     if words < 1:
         raise ValueError(f"words must be >= 1, got {words}")
     p, t = re.findall(r"[a-z0-9]+", prompt.lower()), re.findall(r"[a-z0-9]+", text.lower())
     grams = {tuple(p[i:i + words]) for i in range(len(p) - words + 1)}
     return any(tuple(t[i:i + words]) in grams for i in range(len(t) - words + 1))
+
+
+_REFUSAL = re.compile(r"(?:i'?m|i am)\s+sorry|sorry,|i\s+(?:cannot|can'?t|am unable|'m unable)|as an ai\b")
+
+
+def non_instruction(text: str, request: str, words: int = 10) -> str | None:
+    """Why a "refined instruction" is not one, or ``None`` when it may be: it ``"repeats the request"``
+    (:func:`repeats_prompt`), it is ``"a bare yes/no"`` (an answer to the assessment, not an instruction) or it is
+    ``"a refusal"`` (it opens with an apology or "I can't"). Of Qwen2.5-Coder-0.5B's 25 refinements on notebook 30's
+    I2 scale sample, 9 repeat the request, 10 are a bare "Yes" and 4 are refusals; of the 1.5B model's 57, none."""
+    t = (text or "").strip()
+    if repeats_prompt(t, request, words):
+        return "repeats the request"
+    if re.fullmatch(r"(?:(?:yes|no)\b[\s.,!]*)+", t.lower()):
+        return "a bare yes/no"
+    if _REFUSAL.match(t.lower()):
+        return "a refusal"
+    return None
 
 
 def parse_refinement(text: str) -> str | None:

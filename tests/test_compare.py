@@ -354,9 +354,11 @@ def test_cli_text_and_json(fake_results, capsys):
     assert re.search(r"toole-single\s+BM25\s+ndcg@5\s+0\.3735\s+0\.3712\s+20550\s+OK$", out, re.M)   # no note, no brackets
     assert "BM-25" in out and "match no paper cell" in out
     assert "toolbench-i1" not in out                     # missing cells are only listed with --all
-    assert "qwen-0.5b" not in out                        # our own rows are counted, not listed as naming slips
+    # --paper lists our own rows (controls) in their table's block, not among the naming slips
+    assert re.search(r"toole-multi\s+Re-Invoke \(dense\) \[qwen-0\.5b\]\s+ndcg@5\s+-\s+0\.5000\s+-\s+ours only$", out, re.M)
+    assert "our own rows, with no paper counterpart" not in out
     assert out.strip().endswith("2 cells produced, of which 1 within tolerance and 1 outside it; 48 not produced yet, 1 result cells unmatched"
-                                ", 1 of our own rows (--all lists them)")
+                                ", 1 of our own rows")
 
     compare.main(["--paper", "toolrerank", "--table", "3"])
     out = capsys.readouterr().out
@@ -365,6 +367,9 @@ def test_cli_text_and_json(fake_results, capsys):
     compare.main(["--paper", "reinvoke", "--table", "1", "--all"])
     out = capsys.readouterr().out
     assert re.search(r"toolbench-i1\s+Dense\s+ndcg@5\s+0\.5962\s+-\s+-\s+missing", out)
+    assert re.search(r"toole-multi\s+Re-Invoke \(dense\) \[qwen-0\.5b\]\s+ndcg@5\s+-\s+0\.5000\s+-\s+ours only$", out, re.M)
+    compare.main(["--all"])
+    out = capsys.readouterr().out   # without --paper, --all lists our own rows after the tables
     assert "our own rows, with no paper counterpart" in out and "toole-multi/Re-Invoke (dense) [qwen-0.5b]/ndcg@5 = 0.5" in out
 
     compare.main(["--paper", "reinvoke", "--json"])
@@ -378,6 +383,7 @@ def test_cli_figure_only_cells(fake_results, capsys):
     compare.main([])
     out = capsys.readouterr().out
     assert "words_mean" not in out and out.strip().endswith("1 with no printed paper value, 1 of our own rows (--all lists them)")
+    assert "qwen-0.5b" not in out                        # without --paper our own rows are counted, not listed
     compare.main(["--all", "--paper", "iterative_feedback"])
     out = capsys.readouterr().out
     assert "iterative_feedback/fig2/toole-single/test/words_mean = 20.5" in out

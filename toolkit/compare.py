@@ -413,6 +413,13 @@ def compare(profile: str = "standard", paper: str | None = None, table: str | in
     out["status"] = status
     out["printed"] = merged["printed"]
     out["scale"] = merged["scale"]
+    # our own rows print in the scale their table prints the same metric in (else the table's first), so a
+    # control reads beside the paper's cells
+    by_metric = P.drop_duplicates(["paper", "table", "metric"]).set_index(["paper", "table", "metric"])["scale"]
+    by_table = P.drop_duplicates(["paper", "table"]).set_index(["paper", "table"])["scale"]
+    for i in out.index[out["status"] == "ours only"]:
+        key = (out.at[i, "paper"], out.at[i, "table"])
+        out.at[i, "scale"] = by_metric.get(key + (out.at[i, "metric"],), by_table.get(key))
     out["notebook"] = merged["notebook"]
     out["n_queries"] = merged["n_queries"]
     out["also_in"] = merged["also_in"]
@@ -503,11 +510,14 @@ def _captions(directory: Path | None = None) -> dict:
 
 
 def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | None = None,
-           max_unmatched: int = 20) -> str:
-    """The readable report: one block per paper/table, values in the paper's printed scale."""
+           max_unmatched: int = 20, show_own: bool = False) -> str:
+    """The readable report: one block per paper/table, values in the paper's printed scale. ``show_own`` lists
+    our own rows (controls, second backbones; paper column "-", status "ours only") inside their table's block:
+    ``--paper`` turns it on, since a reader asking about one paper wants its controls beside its cells."""
     lines = []
     caps = _captions(paper_dir)
-    shown = df[df["status"].isin(["OK", "DIFF"] + (["missing"] if show_all else []))]
+    shown = df[df["status"].isin(["OK", "DIFF"] + (["missing"] if show_all else [])
+                                 + (["ours only"] if show_own else []))]
     table_missing = df[df["status"] == "missing"].groupby(["paper", "table"], sort=False).size()
     for (paper, table), g in shown.groupby(["paper", "table"], sort=False):
         caption, source = caps.get((paper, table), ("", ""))
@@ -536,7 +546,7 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
             lines.append(f"   ... {len(unmatched) - len(rows)} more (--all)")
         lines.append("")
     own = df[df["status"] == "ours only"]
-    if len(own) and show_all:
+    if len(own) and show_all and not show_own:
         lines.append(f"-- {len(own)} result cell(s) of our own rows, with no paper counterpart (e.g. a second LLM backbone):")
         for r in own.itertuples(index=False):
             lines.append(f"   {r.notebook}: {r.paper}/{r.table}/{r.dataset}/{r.method}/{r.metric} = {r.ours:g}")
@@ -554,7 +564,7 @@ def render(df: pd.DataFrame, show_all: bool = False, paper_dir: str | Path | Non
             lines.append(f"   {r.paper}/{r.table}/{r.dataset}/{r.method}/{r.metric}: {r.notebook}; also {r.also_in}")
         lines.append("")
     s = summarize(df)
-    hidden = (s["lost"] or s["ours_only"]) and not show_all   # listed only with --all
+    hidden = (s["lost"] or (s["ours_only"] and not show_own)) and not show_all   # listed only with --all
     lines.append(f"{s['reproduced']} cells produced, of which {s['ok']} within tolerance and {s['diff']} outside it; "
                  f"{s['missing']} not produced yet"
                  + (f", {s['unmatched']} result cells unmatched" if s["unmatched"] else "")
@@ -594,7 +604,8 @@ def render_markdown(df: pd.DataFrame, profile: str = "standard", paper_dir: str 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--profile", default="standard", help="results profile to read (default: standard)")
-    parser.add_argument("--paper", choices=PAPERS, help="only this paper")
+    parser.add_argument("--paper", choices=PAPERS,
+                        help="only this paper; its tables also list our own rows (controls, second backbones)")
     parser.add_argument("--table", help="only this table key (e.g. 1, 3A, s4.2)")
     parser.add_argument("--notebook", action="append", dest="notebooks", metavar="NAME",
                         help="only results of this notebook (repeatable)")
@@ -669,7 +680,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not any(root.glob(f"*/{args.profile}.json")):
         print(f"(no results/*/{args.profile}.json under {root}; run the notebooks first)")
-    print(render(df, show_all=args.show_all))
+    print(render(df, show_all=args.show_all, show_own=args.paper is not None))
     return 0
 
 

@@ -121,6 +121,9 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
             on = "the warm-up retriever, no prefix" if "ToolRetriever" in r.method else f"Ours' retriever ({base})"
             what = (f"oracle refinements (each gold API's name and first description sentence), K={cfg.feedback.k}, "
                     f"T={cfg.training.rounds}, on {on}")
+        elif r.method == "Same steps, no feedback":
+            what = (f"retriever {base}: Ours' steps, hard negatives and schedule from the warm-up, every round's "
+                    f"instruction the original one (no feedback text), 'Iteration 0' instructions, no loop")
         elif r.method == "Ours (T=0)":
             what = f"retriever {base} after iteration-aware training, 'Iteration 0' instructions, no feedback yet"
         else:

@@ -51,6 +51,7 @@ from toolkit.feedback.data import test_sets, training_set
 from toolkit.report import side_by_side
 from toolkit.results import Recorder
 from toolkit.retrieval import build_retriever
+from toolkit.significance import p_label
 
 cfg = config_for(profile, **overrides)
 rec = Recorder("30_feedback", profile, parameters={"overrides": overrides, **{k: str(v) for k, v in vars(cfg).items()}})
@@ -545,7 +546,7 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                      + ", ".join(f"{e['row']} {e['not a refinement']} of {e['refinements']} ("
                                  f"{e['repeats the request']} repeat step 4's request, {e['a bare yes/no']} a bare "
                                  f"yes/no, {e['a refusal']} refuse; NDCG@5 {e['ndcg@5']:.3f}, "
-                                 f"{e['ndcg@5 had they stopped']:.3f} had they stopped)"
+                                 f"{e['ndcg@5 had they stopped']:.3f} had they stopped, {p_label(e['p'])})"
                                  for e in rec.extra["non_refinements"]) + ".")
     lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
                  + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")

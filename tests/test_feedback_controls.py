@@ -368,3 +368,4 @@ def test_non_refinements_count_texts_that_are_not_instructions_and_what_stopping
     assert (e["repeats the request"], e["a bare yes/no"], e["a refusal"]) == (1, 1, 0)
     # a and c lost d1 at round 1; stopped at round 0 they keep it -- b's real refinement is kept as it is
     assert e["ndcg@1"] == pytest.approx(1 / 3) and e["ndcg@1 had they stopped"] == pytest.approx(1.0)
+    assert 0 < e["p"] <= 1   # paired on the three instructions: two gain 1.0, one is unchanged

@@ -229,9 +229,10 @@ def non_refinements(traces: Mapping[str, Trace], qrels: Mapping, cfg, metric: st
     """The refinements of ``traces`` that are not refined instructions (:func:`toolkit.llm.parsers.non_instruction`:
     they repeat the refinement request itself, are a bare yes/no, or refuse), counted by reason, and the row's
     ``metric`` beside what it would be had each such instruction left the loop at the round before (keeping that
-    round's list): how much of a row's score a small LLM's non-answers explain. The loop keeps such a text as it keeps
+    round's list), with the paired p of the two: how much of a row's score a small LLM's non-answers explain. The loop keeps such a text as it keeps
     any refinement (the traces stay what was generated); this only measures it."""
     from toolkit.llm import parsers, prompts
+    from toolkit.significance import compared
     request = (prompts.FEEDBACK_REFINE_WORDINGS[cfg.feedback.refine_wording] if cfg.feedback.decision == "answers"
                else prompts.FEEDBACK_STEP_REFINEMENT)
     reasons = ("repeats the request", "a bare yes/no", "a refusal")
@@ -248,8 +249,10 @@ def non_refinements(traces: Mapping[str, Trace], qrels: Mapping, cfg, metric: st
     for q, t in stop_at.items():
         stopped[q] = X.trace_values({q: traces[q]}, qrels, t, [metric], per_query=True)[metric][q]
     n = max(len(values), 1)
+    test = compared("had they stopped - as generated", stopped, values) if values else {"p": None}
     return {"instructions": len(traces), "refinements": refinements, "not a refinement": sum(counts.values()),
-            **counts, metric: sum(values.values()) / n, f"{metric} had they stopped": sum(stopped.values()) / n}
+            **counts, metric: sum(values.values()) / n, f"{metric} had they stopped": sum(stopped.values()) / n,
+            "p": test["p"]}
 
 
 def scale_parts(llms) -> tuple[tuple[str, str, str], ...]:

@@ -407,8 +407,12 @@ print("queries:", tr["queries"], "| corpus sizes:", tr["documents"],
 tables.beside_paper(tt, "3", tables.COLS, ["ndcg@5", "recall@5"], label="ours (transfer)")
 
 # %%
-(tables.frame(tr["har"], tables.COLS, ["recall@5"]) if "missing" not in tr["har"] else
- print(f"Table 6 on the transfer sets: not in this score cache ({tr['har']['missing']})"))
+if "missing" in tr["har"]:
+    print(f"Table 6 on the transfer sets: not in this score cache ({tr['har']['missing']})")
+else:
+    display(tables.frame(tr["har"], tables.COLS, ["recall@5"]))
+    # each HAR source against HAR off, Recall@5 all-avg, paired over the six groups' queries
+    display(pd.DataFrame(tr["har_tests"]).set_index("comparison")[["n", "diff", "p"]].round(4))
 
 # %% [markdown]
 # ## The paper's claims, checked on these tables (ours) and on the paper's printed numbers
@@ -699,6 +703,12 @@ if len(pool_runs) == 2:
                       f"against {100 * s_['toolrerank']:.1f} with the seen-tool pool.")
 else:
     negatives_text = "**Negatives:** the two kept runs that compare the negative pools are not in this profile's results."
+from toolkit.significance import p_label
+def _har_source(comparison):   # "ToolRerank (single) vs ToolRerank (none)" -> "single"; the main row's is the classifier
+    row = comparison.split(" vs ")[0]
+    return "classifier" if row == "ToolRerank" else row[len("ToolRerank ("):-1]
+har_text = ("; ".join(f"{_har_source(t['comparison'])} {100 * t['diff']:+.1f} ({p_label(t['p'])})" for t in tr["har_tests"])
+            if tr.get("har_tests") else "not in this score cache")
 text = R.format(f"""
 **Setting.** {setup.base} DPR, reranker and classifier trained on the {len(split.train.queries):,} ToolLens training
 queries (epochs trained / kept on dev: {epochs_kept}; dev curves: {"; ".join(f"{k} {v}" for k, v in converged.items()) or "n/a"}; {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
@@ -748,7 +758,9 @@ ToolRerank {{3|all-avg|ToolRerank!p}} / {{paper:3|all-avg|ToolRerank!p}} (ours /
 
 {negatives_text} Table 4 is not runnable; its proxy (all gold APIs in the top 5) follows Recall@5. The StableToolBench transfer
 ({sum(tr["queries"].values())} queries, tools mostly unseen) gives all-avg DPR {{tr_dpr!p}}, Rerank-10 {{tr_r10!p}},
-ToolRerank {{tr_tr!p}}.
+ToolRerank {{tr_tr!p}}; hierarchy-aware reranking there against HAR off (Recall@5 points, all-avg, paired over
+{sum(tr["queries"].values())} queries, whose gold tools have {min(tr["gold_tool_apis"].values()):.1f}-{max(tr["gold_tool_apis"].values()):.1f}
+APIs on average per group): {har_text}.
 """, fig_seen_best=fig.get(("seen", best_m["seen"])), fig_seen_10=fig.get(("seen", 10)), fig_seen_50=fig.get(("seen", 50)),
     fig_unseen_best=fig.get(("unseen", best_m["unseen"])), fig_unseen_10=fig.get(("unseen", 10)),
     fig_unseen_50=fig.get(("unseen", 50)), fig_unseen_dpr=fig.get(("unseen", "dpr")),

@@ -579,6 +579,14 @@ def test_table_functions_on_a_toy_candidate_set():
     assert set(proxy) == set(t3) - {"BM25"} and 0 <= proxy["DPR"]["I1-Inst"] <= 1
     tr = tables.transfer({"toolbench-g1-tool": good}, best, seen={"C1/t1"})
     assert tr["queries"] == {"I1-Tool": 2} and tr["gold_seen_share"]["I1-Tool"] == pytest.approx(0.5)
+    # each HAR row against HAR off, paired on the same queries: the difference is the cells' difference
+    tests = {t["comparison"]: t for t in tr["har_tests"]}
+    assert set(tests) == {f"{label} vs ToolRerank (none)" for label in tr["har"] if label != "ToolRerank (none)"}
+    for label in tr["har"]:
+        if label != "ToolRerank (none)":
+            want = tr["har"][label]["I1-Tool"]["recall@5"] - tr["har"]["ToolRerank (none)"]["I1-Tool"]["recall@5"]
+            assert tests[f"{label} vs ToolRerank (none)"]["diff"] == pytest.approx(want)
+            assert 0 < tests[f"{label} vs ToolRerank (none)"]["p"] <= 1
     rows = tables.fig1a(cands, ms=[1, 3])
     assert {(r["tools"], r["m"]) for r in rows} == {(p, m) for p in ("seen", "unseen") for m in (1, 3, "dpr")}
 

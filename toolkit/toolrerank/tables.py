@@ -252,7 +252,10 @@ GROUP_LABEL = {"toolbench-g1-instruction": "I1-Inst", "toolbench-g2-instruction"
 
 def transfer(tcands: Mapping[str, Candidates], best, seen: set) -> dict:
     """The six StableToolBench groups with the ToolLens-trained models: Table 3's methods per group,
-    the query and corpus sizes, and the share of gold APIs whose tool was seen in training."""
+    the query and corpus sizes, and the share of gold APIs whose tool was seen in training. ``har_tests``: each of
+    Table 6's rows against HAR off ("ToolRerank (none)"), Recall@5 macro-paired over the groups
+    (:func:`toolkit.significance.compared`, the mean of per-group means, as all-avg)."""
+    from toolkit.significance import compared
     tc = {GROUP_LABEL[k]: v for k, v in tcands.items()}
     share = {k: sum(c.tool_of(d) in seen for q in c.dataset.qrels for d in c.dataset.qrels[q]) /
              max(1, sum(len(r) for r in c.dataset.qrels.values())) for k, c in tc.items()}
@@ -260,11 +263,13 @@ def transfer(tcands: Mapping[str, Candidates], best, seen: set) -> dict:
     apis_per_tool = {k: float(np.mean([len(c.tool_apis[c.tool_of(d)]) for q in c.dataset.qrels for d in c.dataset.qrels[q]]))
                      for k, c in tc.items()}
     from .score_cache import ScoreCacheMiss
+    pq, off = {}, "ToolRerank (none)"
     try:    # a score cache written before this table lacks the extended lists' scores the other HAR rows ask for
-        har = {label: values(tc, m, metrics=["recall@5"]) for label, m in methods6(best).items()}
+        har = {label: values(tc, m, metrics=["recall@5"], per_query=_into(pq, label)) for label, m in methods6(best).items()}
+        har_tests = [compared(f"{label} vs {off}", pq[label], pq[off]) for label in pq if label != off]
     except ScoreCacheMiss as miss:
-        har = {"missing": str(miss)}
-    return {"values": {label: values(tc, m) for label, m in methods(best).items()}, "har": har,
+        har, har_tests = {"missing": str(miss)}, []
+    return {"values": {label: values(tc, m) for label, m in methods(best).items()}, "har": har, "har_tests": har_tests,
             "queries": {k: len(c.dataset.queries) for k, c in tc.items()},
             "documents": {k: len(c.dataset.corpus) for k, c in tc.items()}, "gold_seen_share": share,
             "gold_tool_apis": apis_per_tool}

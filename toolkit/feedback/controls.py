@@ -229,8 +229,8 @@ def non_refinements(traces: Mapping[str, Trace], qrels: Mapping, cfg, metric: st
     """The refinements of ``traces`` that are not refined instructions (:func:`toolkit.llm.parsers.non_instruction`:
     they repeat the refinement request itself, are a bare yes/no, or refuse), counted by reason, and the row's
     ``metric`` beside what it would be had each such instruction left the loop at the round before (keeping that
-    round's list), with the paired p of the two: how much of a row's score a small LLM's non-answers explain. The loop keeps such a text as it keeps
-    any refinement (the traces stay what was generated); this only measures it."""
+    round's list), with the paired p of the two: how much of a row's score a small LLM's non-answers explain. The
+    loop keeps such a text as it keeps any refinement (the traces stay what was generated); this only measures it."""
     from toolkit.llm import parsers, prompts
     from toolkit.significance import compared
     request = (prompts.FEEDBACK_REFINE_WORDINGS[cfg.feedback.refine_wording] if cfg.feedback.decision == "answers"

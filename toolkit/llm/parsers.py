@@ -284,7 +284,8 @@ def non_instruction(text: str, request: str, words: int = 10) -> str | None:
     """Why a "refined instruction" is not one, or ``None`` when it may be: it ``"repeats the request"``
     (:func:`repeats_prompt`), it is ``"a bare yes/no"`` (an answer to the assessment, not an instruction) or it is
     ``"a refusal"`` (it opens with an apology or "I can't"). Of Qwen2.5-Coder-0.5B's 25 refinements on notebook 30's
-    I2 scale sample, 9 repeat the request, 10 are a bare "Yes" and 4 are refusals; of the 1.5B model's 57, none."""
+    I2 scale sample, 9 repeat the request, 10 are a bare "Yes" and 4 are refusals; of the 1.5B model's 17 on the same
+    sample, none (notebook 30 prints the counts of each run)."""
     t = (text or "").strip()
     if repeats_prompt(t, request, words):
         return "repeats the request"

@@ -442,7 +442,11 @@ from toolkit.compare import load_paper_numbers  # noqa: E402
 from toolkit.feedback.config import with_fair_feedback  # noqa: E402
 
 fair_cfg = with_fair_feedback(cfg)
-fair_values, fair_pending, _ = collect(fair_cfg, tests, run_missing=cfg.run_missing)
+fair_values, fair_pending, fair_extra = collect(fair_cfg, tests, run_missing=cfg.run_missing)
+# the gap's decomposition under the fair step: Ours, Same steps and the oracle retrained on the uncapped training
+# feedback, on the instructions the fair Ours has traced so far (each part's n says how many)
+rec.extra["fair_decomposition"] = fair_extra.get("decomposition", [])
+rec.extra["fair_traces"] = fair_extra["traces"]
 claims = T.claims_by_setup({"fair LLM": fair_values, "capped LLM": llm_values},
                            T.paper_values(load_paper_numbers(T.PAPER)))
 rec.extra["claims"] = claims.to_dict("records")
@@ -456,6 +460,10 @@ print(f"fair LLM step: offline feedback on {fair_cfg.train_feedback_requests or 
       + (f", ~{fair_left['hours']:.1f} h at the {fair_left['s per instruction']:.0f} s per instruction measured so "
          "far (a lower bound)" if fair_left["hours"] is not None else ""))
 display(claims.drop(columns="tests"))
+for m in C.DECOMPOSED:
+    tab = C.decomposition_table(rec.extra["fair_decomposition"], m)
+    print(f"decomposition under the fair LLM step, {m}:")
+    display(tab if len(tab) else "no fair Ours trace yet (pending above)")
 fair_progress.drop(columns="problem") if (fair_progress.problem == "").all() else fair_progress
 
 # %% [markdown]
@@ -536,6 +544,10 @@ if {"Ours", "ToolRetriever"} <= set(llm_values.method):
                      "names the gold APIs, so its gain bounds what feedback can give the same retriever and loop: "
                      "a positive gain says the loop and the retrieval are sound and the LLM's feedback is what falls "
                      "short.")
+    if rec.extra.get("fair_decomposition"):
+        lines.append("- **The same decomposition under the fair LLM step** (Ours and its controls retrained on the "
+                     "uncapped training feedback; on the instructions the fair Ours has traced so far): "
+                     + C.decomposition_text(rec.extra["fair_decomposition"]) + ".")
     if rec.extra.get("llm_scale"):
         fair_caps = caps[caps.setting == "fair"].groupby("llm")["share at the cap"].max()
         lines.append(f"- **Is the LLM the limit?** (the loop on ToolRetriever with each LLM, I2 sample of "

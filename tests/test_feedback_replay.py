@@ -43,6 +43,45 @@ def test_standard_tables_replay_from_the_traces_without_a_model(monkeypatch):
     assert checked == len(want) > 0
 
 
+def test_the_fair_decomposition_replays_from_the_traces(monkeypatch):
+    """The fair LLM step's decomposition recorded by notebook 30 (issue 48) is what its committed traces give."""
+    if not STANDARD.is_file() or not json.loads(STANDARD.read_text()).get("fair_decomposition"):
+        pytest.skip("no fair decomposition recorded in the standard run yet")
+    data = json.loads(STANDARD.read_text())
+    from toolkit.feedback import experiment as X
+    from toolkit.feedback import stages
+    from toolkit.feedback.collect import collect
+    from toolkit.feedback.config import config_for, with_fair_feedback
+
+    def no_model(*a, **k):
+        raise AssertionError("the replay must not train, load or call a model or an LLM")
+    for name in ("warmup", "train_feedback", "train", "test", "toolretriever", "llm_client", "dense_search"):
+        monkeypatch.setattr(stages, name, no_model)
+    import toolkit.retrieval.dense as dense
+    monkeypatch.setattr(dense.DenseRetriever, "embed", no_model)
+    import toolkit.feedback.collect as collect_module
+    read = data["fair_traces"]
+
+    def as_recorded(path, needed, pending, row, partial=False):
+        # a trace still growing (committed chunk by chunk between replays) is read as far as the run read it: its
+        # first instructions in sample order, which the loop traces in that order
+        got = X.load_or_pending(path, needed, pending, row, partial)
+        assert got is None or path.name in read, f"{path.name}: a trace the run did not read"
+        if got is not None and len(got) > read[path.name]["queries"]:
+            got = dict(list(got.items())[:read[path.name]["queries"]])
+        return got
+    monkeypatch.setattr(collect_module, "load_or_pending", as_recorded)
+    cfg = config_for("standard", **data["parameters"].get("overrides", {}))
+    _, _, extra = collect(with_fair_feedback(cfg), X.test_datasets(cfg), run_missing=False)
+    key = lambda r: (r["set"], r["part"], r["metric"])  # noqa: E731
+    got = {key(r): r for r in extra["decomposition"]}
+    want = {key(r): r for r in data["fair_decomposition"]}
+    assert set(got) == set(want) and want
+    for k, r in want.items():
+        assert got[k]["n"] == r["n"], k
+        assert got[k]["diff"] == pytest.approx(r["diff"], abs=1e-9), k
+
+
 def re_derive(cfg, tests, llm, first: int = 6) -> int:
     """Re-run the loop on the first ``first`` instructions of every LLM trace of ``cfg``'s plan that exists, with
     ``llm`` and the trace's own retrieval lists as the search; assert the instructions, yes/no answers and

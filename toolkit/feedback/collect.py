@@ -38,7 +38,9 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
         got = load_or_pending(path, needed, pending, row, partial)
         if got is not None:
             meta = load_meta(path)
-            extra["traces"][path.name] = {"queries": len(got), **{k: v for k, v in meta.items()
+            # a trace read twice (a sample and its subsample) records the most it was read for
+            most = max(len(got), extra["traces"].get(path.name, {}).get("queries", 0))
+            extra["traces"][path.name] = {"queries": most, **{k: v for k, v in meta.items()
                                                                   if k in ("stage", "wall_s", "model", "llm", "llm_slots")}}
             # a model kept in float16 (toolkit.weights; restored by stages._kept): its trace says so
             if weights := (meta.get("warmup_stats") or meta.get("training_stats") or {}).get("weights"):

@@ -110,3 +110,20 @@ def test_kernel_env_puts_this_clone_first_and_keeps_what_was_set(monkeypatch):
     runner.prepare_kernel_env()                         # twice: nothing repeated
     assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(runner.REPO), "/elsewhere"]
     assert os.environ["PYTHONWARNINGS"] == "ignore:IProgress not found,error::DeprecationWarning"
+
+
+def test_executed_notebook_is_stored_without_widget_state(tmp_path, repo):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    bar = nbformat.v4.new_output("display_data", data={runner.WIDGET_VIEW: {"model_id": "m1"}, "text/plain": "0%|"})
+    table = nbformat.v4.new_output("display_data", data={"text/plain": "a table"})
+    nb.cells = [nbformat.v4.new_code_cell("x", outputs=[bar, table])]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"m1": {}}}}
+    nb.metadata["papermill"] = {"input_path": "/abs/in.ipynb", "output_path": "/abs/out.ipynb"}
+    path = tmp_path / "run.ipynb"
+    nbformat.write(nb, path)
+    runner._as_document(path, repo / "notebooks" / "00_datasets.ipynb", repo / "results" / "00_datasets" / "smoke.ipynb")
+    stored = nbformat.read(path, as_version=4)
+    assert "widgets" not in stored.metadata
+    assert [o["data"]["text/plain"] for o in stored.cells[0].outputs] == ["a table"]
+    assert stored.metadata["papermill"]["output_path"] == "results/00_datasets/smoke.ipynb"

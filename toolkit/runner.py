@@ -167,21 +167,30 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
                           f"(executed copy: {failed_copy.name})\n")
         raise
     if running.is_file():
-        _relative_paths(running, path, out)
+        _as_document(running, path, out)
         running.replace(out)
     marker.unlink(missing_ok=True)
     failed_copy.unlink(missing_ok=True)
     return out
 
 
-def _relative_paths(executed: Path, source: Path, final: Path) -> None:
-    """papermill records the absolute input and output paths of a run: store them relative to the
-    repository (an executed notebook is committed; this machine's paths are not the reader's)."""
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _as_document(executed: Path, source: Path, final: Path) -> None:
+    """Store an executed notebook as a document. papermill records the absolute input and output paths of a
+    run: store them relative to the repository (an executed notebook is committed; this machine's paths are
+    not the reader's). A kernel draws tqdm.auto's bars as ipywidgets, which ignore ``TQDM_DISABLE``: their
+    views and the widget state (hundreds of KB of a bar's frames) are dropped; a bar is not a result."""
     import nbformat
     nb = nbformat.read(executed, as_version=4)
     from .provenance import relative
     meta = nb.metadata.get("papermill", {})
     meta.update(input_path=relative(source) or source.name, output_path=relative(final) or final.name)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
     nbformat.write(nb, executed)
 
 

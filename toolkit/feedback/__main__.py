@@ -44,9 +44,9 @@ def parse_condition(cfg, text: str | None):
 
 def run_all(cfg, run=None) -> None:
     """Every trace the notebook needs, in :func:`missing_commands`' order: the ToolRetriever runs (no LLM), the
-    loop on ToolRetriever on I2, the training feedback, the main run's test groups, their controls, the loop on
-    ToolRetriever on the other groups, the Tables 4 and 7 conditions, then Table 6's mpnet (its warm-up's
-    ToolRetriever run on I2, then its loop).
+    loop on ToolRetriever on I2, the training feedback, the main run's test groups, their controls, the Tables 4
+    and 7 conditions, Table 6's mpnet (its warm-up's ToolRetriever run on I2, then its loop), then the loop on
+    ToolRetriever on the other groups.
 
     Each missing trace is written by its own child process (its stage's command), one after another, so the
     memory of one stage is returned before the next starts: one process that had loaded the LLM, the corpus
@@ -68,9 +68,11 @@ def missing_commands(cfg) -> list[str]:
     order of what each row tells a reader): the ToolRetriever runs (no LLM); the LLM's loop on ToolRetriever on I2
     (the fair LLM step, no feedback training); the stages in :func:`~toolkit.feedback.experiment.llm_stages`' order
     up to the Tables 4, 6, 7 conditions; each group's controls (no LLM: the matched-budget fine-tune and the oracle);
-    the loop on ToolRetriever on the other groups; then the conditions, where one with another base encoder
-    (Table 6's mpnet: its own warm-up, ~5x slower to train and encode than MiniLM, hours on this CPU) comes last, its
-    warm-up's ToolRetriever run (no LLM) before its loop."""
+    the conditions, where one with another base encoder (Table 6's mpnet: its own warm-up, ~5x slower to train and
+    encode than MiniLM, hours on this CPU) comes after the others, its warm-up's ToolRetriever run (no LLM) before
+    its loop; last, the loop on ToolRetriever on the other groups. The conditions come before that loop because
+    they carry claims the notebook judges (Tables 4, 6, 7), while the loop beyond I2 only repeats a control that
+    I2 already gives (the decomposition's loop part is Ours against Ours at T = 0)."""
     from toolkit.feedback import controls as C
     from toolkit.feedback.config import with_fair_feedback
     tests = X.test_datasets(cfg)
@@ -95,13 +97,12 @@ def missing_commands(cfg) -> list[str]:
                  *(C.oracle_trace_path(cfg, stage.group, n, r) for r in C.RETRIEVERS)]
         if not all(X.trace_complete(p, stage.qids) for p in paths):
             out.append(C.command(cfg, stage.group))
-    out += [c for g in groups if g != X.ABLATION_GROUP for c in loop(g)]
     for stage in (s for s in stages_ if s.condition):
         if stage.condition[0] in X.WARMUP_ROWS and not X.toolretriever_trace_path(stage.cfg, stage.group).is_file():
             out.append(X.command("toolretriever", stage.cfg, stage.group, *stage.condition))
         if not X.trace_complete(stage.path, stage.qids):
             out.append(stage.command)
-    return out
+    return out + [c for g in groups if g != X.ABLATION_GROUP for c in loop(g)]
 
 
 def print_status(cfg) -> None:

@@ -316,3 +316,44 @@ def test_toolrerank_method_is_pending_without_its_scores_and_replays_them_when_t
     assert run["qb"] and max(run["qb"], key=run["qb"].get) == "tc1"          # the reranker's pick, not the DPR's
     with pytest.raises(KeyError, match="in none of the scored sets"):
         m.online({"nope": "text"})
+
+
+def test_query_generation_is_pending_without_answers_then_interleaves_them(monkeypatch, tmp_path):
+    """Issue 51: the query-generation method replays its own answers (not notebook 40's cache) at notebook 40's
+    calibrated temperature; a query with no answer makes it pending with the live command; with answers, each
+    generated query and the request retrieve and the lists interleave; answers at the token cap are counted."""
+    from toolkit.llm.base import as_messages
+    from toolkit.llm.cache import ResponseCache
+    from toolkit.methods import catalog
+    from toolkit.querygen import generation as G
+    from toolkit.querygen import retrieval as R
+    monkeypatch.setenv("TOOLKIT_LLM_CACHE", str(tmp_path))
+    monkeypatch.delenv("TOOLKIT_LLM_BACKEND", raising=False)
+    results = tmp_path / "40.json"
+    results.write_text('{"calibration": {"Zero-Shot": {"best": 0.6}}}')
+    monkeypatch.setattr(catalog, "QUERYGEN_RESULTS", results)
+
+    class Index:                       # doc "d<word>" for every word of a query: the interleaving is visible
+        def run(self, sets, k):
+            return {q: {d: float(k - i) for i, d in enumerate(R.interleave([[f"d{w}" for w in t.split()] for t in qs], k))}
+                    for q, qs in sets.items()}
+    m = catalog.QueryGeneration()
+    m.index, m.cost = Index(), Cost()
+    queries = {"q1": "weather today", "q2": "book flight"}
+    with pytest.raises(MethodPending) as e:
+        m.online(queries)
+    assert "TOOLKIT_LLM_BACKEND=local" in e.value.pending.command and "2 of 2" in e.value.pending.reason
+    task = G.task_for("description")
+    model = G.client("standard", "qwen-1.5b").model_id
+    cache = ResponseCache(tmp_path, catalog.QUERYGEN_NAMESPACE, model)
+    key = G.sampling_at(task, 0.6).key()
+    for (q, text), (answer, fin) in zip(queries.items(), (("1. sky rain\n2. sun", "stop"), ("1. plane", "length"))):
+        cache.put("chat", as_messages(task.build(text)), key, 0, answer, ms=3000, ntok=40, fin=fin)
+    run = m.online(queries)
+    assert list(run["q1"])[:4] == ["dsky", "dsun", "dweather", "drain"]      # first words of each list, then second
+    assert m.cap == {"answers": 2, "at the cap": 1, "seconds": 3.0, "tokens": 40.0}
+    assert m.cost.llm_seconds_per_query == 3.0 and "1 of 2 answers at the 160-token cap" in m.cost.note
+    # notebook 40's temperature is required, by name
+    results.write_text("{}")
+    with pytest.raises(ValueError, match="calibration.Zero-Shot.best"):
+        catalog.QueryGeneration()

@@ -403,8 +403,8 @@ def default_methods(cfg: HeadToHeadConfig, sets: Mapping[str, RetrievalDataset])
     """The suite's methods and the combinations (:data:`COMBINATION_WHY`) as name -> factory; ``sets``: the run's
     query sets (the pending estimates are for their queries)."""
     from toolkit.methods.base import PendingMethod
-    from toolkit.methods.catalog import (BM25, Dense, IterativeFeedback, ReinvokeIntents, ToolLensDPR, ToolRerank,
-                                         querygen_pending, reinvoke_pending)
+    from toolkit.methods.catalog import (BM25, Dense, IterativeFeedback, QueryGeneration, ReinvokeIntents,
+                                         ToolLensDPR, ToolRerank, reinvoke_pending)
     from toolkit.methods.fusion import Fusion
 
     def dense(model):
@@ -420,7 +420,6 @@ def default_methods(cfg: HeadToHeadConfig, sets: Mapping[str, RetrievalDataset])
             return m
         return build
 
-    n_queries = sum(len(s.queries) for s in sets.values())
     return {
         "BM25": BM25,
         "Dense MiniLM": dense("minilm"),
@@ -430,7 +429,7 @@ def default_methods(cfg: HeadToHeadConfig, sets: Mapping[str, RetrievalDataset])
         "Re-Invoke": pending("Re-Invoke", reinvoke_pending),
         "Re-Invoke (intents only)": ReinvokeIntents,
         "Iterative feedback": IterativeFeedback,
-        "Query generation": pending("Query generation", lambda: querygen_pending(n_queries)),
+        "Query generation": lambda: QueryGeneration(encode_missing=cfg.encode_missing),
         "BM25 + Dense MiniLM (RRF)": fused("BM25 + Dense MiniLM (RRF)", BM25, dense("minilm")),
         "BM25 + DPR (RRF)": fused("BM25 + DPR (RRF)", BM25, ToolLensDPR),
         "Feedback + BM25 (RRF)": fused("Feedback + BM25 (RRF)", IterativeFeedback, BM25),

@@ -4,21 +4,26 @@ reimplements nothing:
 - ``BM25`` and ``Dense`` (MiniLM, mpnet): :func:`toolkit.retrieval.build_retriever`, as notebook 01 runs them;
 - ``ToolLensDPR``: the dual encoder fine-tuned on ToolLens train (the feedback paper's ToolRetriever warm-up),
   replayed from its committed retrieval traces (``data/feedback_traces/standard-toolretriever-*``);
-- ``IterativeFeedback``: the feedback loop's test traces (``data/feedback_traces/standard-test-*``), its last round;
+- ``IterativeFeedback``: the feedback loop's test traces under the fair LLM step (``data/feedback_traces/standard-test-*``
+  of ``toolkit.feedback.config.fair_config``), its last round;
 - ``ReinvokeIntents``: Re-Invoke's intent extractor with multi-view ranking (:func:`toolkit.reinvoke.reinvoke_run`)
   on the committed intents (``data/llm_cache/reinvoke_intents``), the documents not expanded;
 - ``ToolRerank``: notebook 10's standard models replayed from the head-to-head score cache
   (:mod:`toolkit.toolrerank.headtohead`; pending until ``scripts/train_toolrerank.py --headtohead`` wrote it);
-- pending: Re-Invoke with document expansion (the library's 16,427 APIs have no synthetic queries), query
-  generation (its answers are for ToolLens requests, not these queries). Each names its command and cost.
+- ``QueryGeneration``: zero-shot LLM query generation with mpnet and interleaving (:mod:`toolkit.querygen`), its
+  answers for these queries in ``data/llm_cache/headtohead_querygen`` (generated with ``TOOLKIT_LLM_BACKEND=local``);
+- pending: Re-Invoke with document expansion (the library's 16,427 APIs have no synthetic queries): its command
+  and cost.
 
 Costs not measured in the run come from the records the caches keep: a trace's meta (training seconds), the LLM
 cache (milliseconds and completion tokens per answer), and ``results/bench/`` (encoder and reranker speeds).
 """
 from __future__ import annotations
 
+import json
 import time
 from functools import lru_cache
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
@@ -27,6 +32,7 @@ from toolkit.data.contract import Run
 from dataclasses import replace
 
 from toolkit.methods.base import Cost, Method, MethodPending, Pending
+from toolkit.paths import REPO, portable
 
 # torch encoding speed on this class of machine (2 cores): results/bench/encoders.txt (2026-11-29, library
 # documents, batch 32; MiniLM at max length 256, mpnet at 384)
@@ -36,9 +42,12 @@ RERANKER_PAIRS_PER_SECOND = 24.4
 LABELS = ("I1", "I2", "I3", "UltraTool")     # the feedback loop's sets, whose samples are the common query set
 
 
-def _feedback_cfg():
-    from toolkit.feedback.config import config_for
-    return config_for("standard")
+def _feedback_cfg(kind: str = "toolretriever"):
+    """The feedback notebook's standard configuration whose traces a replayed method reads: the loop (``test``) at
+    its best, issue 48's fair LLM step (answers not cut at a cap, the paper's refinement wording; it beats the capped
+    run on every set); the warm-up DPR (``toolretriever``) is the same in both."""
+    from toolkit.feedback.config import config_for, fair_config
+    return fair_config("standard") if kind == "test" else config_for("standard")
 
 
 # --- off-the-shelf retrievers ------------------------------------------------------------------------
@@ -135,7 +144,7 @@ def _traces(kind: str) -> tuple[dict, dict]:
     """(traces by qid over the four sets, meta by set) of the standard ``kind`` traces: ``toolretriever`` (the
     warm-up DPR's retrieval of whole groups) or ``test`` (the loop on the LLM samples). A missing file is absent."""
     from toolkit.feedback.experiment import load_meta, load_traces, test_trace_path, toolretriever_trace_path
-    cfg = _feedback_cfg()
+    cfg = _feedback_cfg(kind)
     out, meta = {}, {}
     for label in LABELS:
         path = (toolretriever_trace_path(cfg, label) if kind == "toolretriever"
@@ -158,7 +167,7 @@ class _Replay(Method):
     def _pending(self, qids) -> Pending:
         from toolkit.feedback.experiment import command
         return Pending(f"{len(qids)} queries (e.g. {sorted(qids)[0]!r}) are in no committed {self.kind} trace",
-                       " / ".join(command(self.stage, _feedback_cfg(), g) for g in LABELS), self.cost)
+                       " / ".join(command(self.stage, _feedback_cfg(self.kind), g) for g in LABELS), self.cost)
 
     def traces_for(self, queries) -> dict:
         traces, _ = _traces(self.kind)
@@ -205,13 +214,15 @@ class IterativeFeedback(_Replay):
         train = next((m.get("training_stats") for m in meta.values() if m.get("training_stats")), {}) or {}
         warm_meta = next((m.get("warmup_stats") for m in _traces("toolretriever")[1].values()
                           if m.get("warmup_stats")), {}) or {}
-        path = train_trace_path(_feedback_cfg())
-        offline_llm = sum(sum(t.seconds) for t in load_traces(path).values()) if path.is_file() else 0.0
+        path = train_trace_path(_feedback_cfg(self.kind))
+        offline = load_traces(path) if path.is_file() else {}
+        offline_llm = sum(sum(t.seconds) for t in offline.values())
         self.cost = Cost(llm_seconds=offline_llm, llm_tokens=None,
                          training_minutes=(warm_meta.get("seconds", 0.0) + train.get("seconds", 0.0)) / 60,
                          llm_tokens_per_query=None, ms_as=("Dense MiniLM", 1.0),
-                         note="LLM tokens not recorded in the traces; offline LLM: the feedback on 500 training "
-                              "instructions; training: warm-up + iteration-aware training (trace meta)")
+                         note=f"fair LLM step (issue 48); LLM tokens not recorded in the traces; offline LLM: the "
+                              f"feedback on {len(offline):,} training instructions; training: warm-up + "
+                              f"iteration-aware training (trace meta)")
 
     def offline(self, corpus) -> None:
         self.cost = replace(self.cost, index_seconds=len(corpus) / ENCODER_DOCS_PER_SECOND["minilm"])
@@ -281,6 +292,109 @@ class ReinvokeIntents(Method):
         self.cost = Cost(index_seconds=self.cost.index_seconds, llm_seconds_per_query=sec, llm_tokens_per_query=tok,
                          ms_as=("Dense MiniLM", float(np.mean([len(v) for v in got.values()]))))
         return run_from_intents(self.index, {q: got[q] for q in queries}, k=100)
+
+
+# --- query generation ------------------------------------------------------------------------------
+
+QUERYGEN_RESULTS = REPO / "results" / "40_querygen" / "standard.json"
+# the head-to-head's own answers (the same prompt and sampling as notebook 40's): appending to notebook 40's cache
+# would change that notebook's inputs
+QUERYGEN_NAMESPACE = "headtohead_querygen"
+
+
+def querygen_temperature(path: Path | None = None) -> float:
+    """The zero-shot temperature notebook 40's standard run calibrated on its dev requests by Recall@5 (§4.3)."""
+    path = path or QUERYGEN_RESULTS
+    if not path.is_file():
+        raise FileNotFoundError(f"{portable(path)} is missing: the query-generation method takes its temperature from "
+                                "notebook 40's standard run (python -m toolkit run 40_querygen --profile standard)")
+    best = json.loads(path.read_text()).get("calibration", {}).get("Zero-Shot", {}).get("best")
+    if best is None:
+        raise ValueError(f"{portable(path)}: no calibration.Zero-Shot.best (the calibrated zero-shot temperature); "
+                         "re-run notebook 40's standard profile")
+    return float(best)
+
+
+class QueryGeneration(Method):
+    """LLM query generation (Kachuee et al. 2025), zero-shot: Qwen 1.5B writes up to 5 API descriptions for the
+    request (Fig. 2 prompt, top_p 0.9, top_k 10, notebook 40's calibrated temperature), each one and the request
+    itself (appended last, App. B.1) retrieve with mpnet, and the lists are interleaved (§4.2; notebook 40's own
+    :class:`~toolkit.querygen.retrieval.QueryIndex`). SFT and alignment, notebook 40's trained generators, are not
+    here: their GGUF models are not committed and retraining them is hours on this CPU. The answers replay from
+    ``data/llm_cache/headtohead_querygen``; with ``TOOLKIT_LLM_BACKEND=local`` the missing ones are generated."""
+    name = "Query generation"
+
+    def __init__(self, encode_missing: bool = False, model: str = "qwen-1.5b"):
+        super().__init__()
+        self.encode_missing, self.model = encode_missing, model
+        self.temperature = querygen_temperature()
+
+    def offline(self, corpus) -> None:
+        from toolkit.querygen.retrieval import QueryIndex
+        missing = uncached("mpnet", [d.text for d in corpus.values()])
+        rate = ENCODER_DOCS_PER_SECOND["mpnet"]
+        if missing and not self.encode_missing:
+            raise MethodPending(Pending(
+                f"{missing:,} of {len(corpus):,} document vectors of mpnet (its retriever) are not committed",
+                "python -m toolkit run 50_headtohead --profile standard -p encode_missing=True, then "
+                "python -m toolkit embeddings commit --log <TOOLKIT_EMBEDDING_LOG dir>",
+                Cost(index_seconds=missing / rate), f"encoding at {rate} documents/s (results/bench/encoders.txt)"))
+        self.index = QueryIndex(corpus, "mpnet")
+        self.cost = Cost(index_seconds=len(corpus) / rate, ms_as=("Dense mpnet", 1.0))
+
+    def answers(self, queries: Mapping[str, str]) -> tuple[dict[str, list[str]], dict]:
+        """The generated queries per qid, and the answers' record: seconds and completion tokens per answer (means),
+        and how many ended at the token cap. Raises MethodPending, with the command, for answers not cached
+        while replaying."""
+        from toolkit.llm.base import ReplayMiss, as_messages
+        from toolkit.querygen import generation as G
+        llm = G.client("standard", self.model)
+        task, ns = G.task_for("description"), QUERYGEN_NAMESPACE
+        try:
+            got = G.generate_queries(dict(queries), llm, self.temperature, namespace=ns,
+                                     desc=f"query generation [{llm.model_id}]")
+        except ReplayMiss:
+            have = G.generate_queries(dict(queries), llm, self.temperature, partial=True, namespace=ns)
+            sec = cached_answer_seconds(llm.cache(task.namespace))
+            missing = len(queries) - len(have)
+            raise MethodPending(Pending(
+                f"{missing} of {len(queries)} queries have no cached zero-shot answer at T={self.temperature}",
+                "TOOLKIT_LLM_BACKEND=local python -m toolkit run 50_headtohead --profile standard",
+                Cost(llm_seconds=sec * missing, llm_seconds_per_query=sec, ms_as=("Dense mpnet", 1.0)),
+                f"{sec:.1f} s per answer, the mean of the cached zero-shot answers")) from None
+        cache = llm.cache(ns)
+        cache.refresh()
+        s = G.sampling_at(task, self.temperature)
+        metas = [a.meta for a in (cache.get("chat", as_messages(p), s.key(), 0)
+                                  for p in task.prompts_for(queries.values())) if a is not None]
+        record = {"answers": len(metas), "at the cap": sum(m.get("fin") == "length" for m in metas),
+                  "seconds": float(np.mean([(m.get("ms") or 0) / 1000 for m in metas])) if metas else 0.0,
+                  "tokens": float(np.mean([m.get("ntok") or 0 for m in metas])) if metas else 0.0}
+        return got, record
+
+    def online(self, queries) -> Run:
+        from toolkit.querygen.retrieval import LIST_SIZE, query_sets
+        got, rec = self.answers(queries)
+        sets = query_sets(got, dict(queries))
+        self.cap = rec
+        self.cost = Cost(index_seconds=self.cost.index_seconds, llm_seconds_per_query=rec["seconds"],
+                         llm_tokens_per_query=rec["tokens"],
+                         ms_as=("Dense mpnet", float(np.mean([len(v) for v in sets.values()]))),
+                         note=f"zero-shot, T={self.temperature} (notebook 40's calibration); {rec['at the cap']} of "
+                              f"{rec['answers']} answers at the {self.max_tokens()}-token cap")
+        return self.index.run(sets, k=LIST_SIZE)
+
+    @staticmethod
+    def max_tokens() -> int:
+        from toolkit.querygen import generation as G
+        return G.task_for("description").sampling.max_tokens
+
+
+def cached_answer_seconds(cache) -> float:
+    """Mean seconds per answer of an LLM cache (its answers' recorded milliseconds)."""
+    cache.refresh()
+    ms = [a.get("ms") or 0 for a in cache.answers()]
+    return float(np.mean(ms)) / 1000 if ms else float("nan")
 
 
 # --- pending: inputs no committed cache holds ------------------------------------------------------------
@@ -364,20 +478,3 @@ def reinvoke_pending(library_size: int = 16_427) -> Pending:
                    f"m = 1: {library_size:,} answers x {sec:.1f} s ({best['answers_per_minute']} answers/min, "
                    f"{best['variant']}: results/bench/synthetic_queries.json); "
                    f"online: intents at {per_query:.1f} s per query (cached answers' mean)")
-
-
-def querygen_pending(queries: int) -> Pending:
-    from toolkit.querygen.config import config_for
-    from toolkit.llm.client import client_for_profile
-    cfg = config_for("standard")
-    cache = client_for_profile("standard", cfg.zero_shot_model, namespace="querygen_zeroshot").cache()
-    cache.refresh()
-    ms = [a.get("ms") or 0 for a in cache.answers()]
-    sec = float(np.mean(ms)) / 1000 if ms else float("nan")
-    return Pending("query generation's committed answers are for ToolLens requests (notebook 40), none for the "
-                   "StableToolBench or UltraTool queries",
-                   "python -m toolkit llm generate --prompt querygen --dataset <toolbench-i1|toolbench-i2|toolbench-i3|"
-                   "ultratool> --model qwen-1.5b",
-                   Cost(llm_seconds_per_query=sec, ms_as=("Dense mpnet", 1.0)),
-                   f"zero-shot: {sec:.1f} s per answer (mean of the {len(ms):,} cached zero-shot answers) x "
-                   f"{queries:,} queries = {sec * queries / 3600:.1f} h; its retriever is mpnet (pending itself)")

@@ -15,9 +15,13 @@
 #   set (no LLM, no training: the highest NDCG@5 of BM25 and the off-the-shelf encoders) by the paired randomization
 #   test (`toolkit.significance`).
 # - Each method in its best standard configuration, read from its committed caches: the fine-tuned DPR and the
-#   feedback loop from their traces (`data/feedback_traces/`), Re-Invoke's intents from `data/llm_cache/`, the
-#   encoders' vectors from `data/embeddings/`. A method whose inputs for these queries no cache holds is listed as
-#   **pending**, with the command that produces them and its estimated cost — never filled in.
+#   feedback loop from their traces (`data/feedback_traces/`; the loop under issue 48's fair LLM step, which beats
+#   the capped one on every set in notebook 30), Re-Invoke's intents from `data/llm_cache/`, the encoders' vectors
+#   from `data/embeddings/`. Query generation is zero-shot (Qwen 1.5B at the temperature notebook 40 calibrated,
+#   mpnet, interleaved lists), its answers for these queries in `data/llm_cache/headtohead_querygen/`: notebook 40's
+#   SFT generator beats it there, but its weights are not committed (retraining it is hours here). A method whose
+#   inputs for these queries no cache holds is listed as **pending**, with the command that produces them and its
+#   estimated cost — never filled in.
 #
 # **Costs.** Offline: LLM seconds (tokens where the cache records them), training minutes (trace and score-cache
 # meta), indexing (the encoder's speed from `results/bench/encoders.txt`). Online per query: retrieval time measured

@@ -234,6 +234,16 @@ def test_committed_layer_replays_a_logged_run_without_encoding(tmp_path, monkeyp
     np.save(log / "x.npy", embedding_cache.text_keys(["never encoded anywhere"]))
     with pytest.raises(ValueError, match="1 logged texts of .* are in no embedding cache"):
         embedding_cache.commit_logged(tmp_path / "log2", dest=tmp_path / "other")
+    # partial: what is encoded is committed, the rest left for later; then the rest, once encoded
+    np.save(log / "y.npy", embedding_cache.text_keys(MORE[12:14]))
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path / "machine-a"))
+    embedding_cache._STORES.clear()
+    name = embedding_cache.namespace("minilm")[0]
+    assert embedding_cache.commit_logged(tmp_path / "log2", dest=tmp_path / "other", partial=True) == {name: 0}
+    monkeypatch.setenv("TOOLKIT_COMMITTED_EMBEDDINGS", "0")          # the committed layer above is damaged
+    encode("minilm", MORE[12:14])
+    assert embedding_cache.commit_logged(tmp_path / "log2", dest=tmp_path / "other", partial=True) == {name: 2}
+    assert embedding_cache.commit_logged(tmp_path / "log2", dest=tmp_path / "other", partial=True) == {name: 0}
 
 
 def test_interrupted_encode_keeps_finished_shards(tmp_path, monkeypatch, minilm):

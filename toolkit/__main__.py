@@ -116,7 +116,7 @@ def _cmd_embeddings(args) -> int:
         if not args.log:
             print("embeddings commit needs --log DIR (the TOOLKIT_EMBEDDING_LOG of a run)", file=sys.stderr)
             return 2
-        for name, n in commit_logged(Path(args.log)).items():
+        for name, n in commit_logged(Path(args.log), partial=args.partial).items():
             print(f"{n:>7,} vectors added  {name}")
     status = verify_committed_embeddings()
     for path, s in status.items():
@@ -173,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("embeddings", help="the committed float16 embedding layer: verify, or commit a logged run's")
     p.add_argument("action", choices=["verify", "commit"])
     p.add_argument("--log", help="commit: the TOOLKIT_EMBEDDING_LOG directory of a run")
+    p.add_argument("--partial", action="store_true",
+                   help="commit: the logged vectors encoded so far (a run still encoding; commit again when it ends)")
     p.set_defaults(func=_cmd_embeddings)
 
     from . import check, compare

@@ -471,9 +471,9 @@ def reinvoke_pending(library_size: int = 16_427) -> Pending:
     sec = 60 / best["answers_per_minute"]
     per_query, _ = task_rate("intents")
     return Pending("Re-Invoke's document expansion covers the 2,490 APIs of the StableToolBench pools (m = 5), not "
-                   f"the {library_size:,}-API library; UltraTool has neither expansions nor intents",
+                   f"the {library_size:,}-API library, nor UltraTool's tools (the intents of every query are cached)",
                    "python -m toolkit.reinvoke --task synthetic-queries --dataset toolbench-all --n 1 (the library's "
-                   "documents); python -m toolkit llm generate --prompt intents --dataset ultratool --model qwen-1.5b",
+                   "documents), then --dataset ultratool",
                    Cost(llm_seconds=sec * library_size, llm_seconds_per_query=per_query, ms_as=("Dense MiniLM", 1.0)),
                    f"m = 1: {library_size:,} answers x {sec:.1f} s ({best['answers_per_minute']} answers/min, "
                    f"{best['variant']}: results/bench/synthetic_queries.json); "

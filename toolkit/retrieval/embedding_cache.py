@@ -314,14 +314,17 @@ def verify_committed_embeddings(root: Path | None = None) -> dict[str, str]:
     return out
 
 
-def commit_logged(log_dir: Path, dest: Path | None = None, root: Path | None = None) -> dict[str, int]:
+def commit_logged(log_dir: Path, dest: Path | None = None, root: Path | None = None,
+                  partial: bool = False) -> dict[str, int]:
     """Add the vectors a logged run looked up (``TOOLKIT_EMBEDDING_LOG``) to the committed layer.
 
     For each logged namespace, the keys the committed layer lacks are read from this machine's cache
     (``root``) and written to ``dest/<namespace>/`` as one new float16 shard (keys sorted), beside
     ``namespace.json``. Existing shards are never rewritten, so the repository grows by the new
     vectors only. ``dest/MANIFEST.json`` then lists every file's sha256. A logged key that no cache
-    holds is an error (the run must have encoded it). Returns ``{namespace: vectors added}``.
+    holds is an error (the run must have encoded it), unless ``partial``: then the vectors a run still
+    encoding has finished are committed, and the rest is left for a later commit (a long encoding is
+    committed as it grows, like the LLM caches). Returns ``{namespace: vectors added}``.
     """
     from toolkit.provenance import sha256
 
@@ -341,7 +344,12 @@ def commit_logged(log_dir: Path, dest: Path | None = None, root: Path | None = N
             continue
         layers = [ShardStore(machine / space.name, read_only=True).refresh()] if (machine / space.name).is_dir() else []
         vecs, found = _gather(layers, keys)
-        if not found.all():
+        if partial and not found.all():
+            keys, vecs = keys[found], (vecs[found] if vecs is not None else None)
+            added[space.name] = len(keys)
+            if not len(keys):
+                continue
+        elif not found.all():
             raise ValueError(f"{int((~found).sum())} logged texts of {space.name} are in no embedding cache ({machine}); "
                              "run the notebooks again (they encode them) before committing")
         staged[space.name] = (keys, vecs.astype(VECTOR_DTYPE), machine / space.name / "namespace.json")
@@ -353,6 +361,7 @@ def commit_logged(log_dir: Path, dest: Path | None = None, root: Path | None = N
         np.save(d / f"{shard}.keys.npy", keys)  # written last: marks the shard complete
         if meta.is_file() and not (d / "namespace.json").is_file():
             (d / "namespace.json").write_text(meta.read_text())
+    dest.mkdir(parents=True, exist_ok=True)
     files = {f"{f.parent.name}/{f.name}": sha256(f) for f in sorted(dest.glob("*/shard-*.npy"))}
     (dest / MANIFEST).write_text(json.dumps({
         "about": "float16 embeddings the notebooks look up (toolkit.retrieval.embedding_cache); add a run's "

@@ -346,13 +346,13 @@ def test_query_generation_is_pending_without_answers_then_interleaves_them(monke
     task = G.task_for("description")
     model = G.client("standard", "qwen-1.5b").model_id
     cache = ResponseCache(tmp_path, catalog.QUERYGEN_NAMESPACE, model)
-    key = G.sampling_at(task, 0.6).key()
+    key = G.sampling_at(task, 0.6, G.Decoding(max_lines=5)).with_(max_tokens=catalog.QUERYGEN_MAX_TOKENS).key()
     for (q, text), (answer, fin) in zip(queries.items(), (("1. sky rain\n2. sun", "stop"), ("1. plane", "length"))):
         cache.put("chat", as_messages(task.build(text)), key, 0, answer, ms=3000, ntok=40, fin=fin)
     run = m.online(queries)
     assert list(run["q1"])[:4] == ["dsky", "dsun", "dweather", "drain"]      # first words of each list, then second
     assert m.cap == {"answers": 2, "at the cap": 1, "seconds": 3.0, "tokens": 40.0}
-    assert m.cost.llm_seconds_per_query == 3.0 and "1 of 2 answers at the 160-token cap" in m.cost.note
+    assert m.cost.llm_seconds_per_query == 3.0 and "1 of 2 answers at the 256-token cap" in m.cost.note
     # notebook 40's temperature is required, by name
     results.write_text("{}")
     with pytest.raises(ValueError, match="calibration.Zero-Shot.best"):

@@ -300,6 +300,11 @@ QUERYGEN_RESULTS = REPO / "results" / "40_querygen" / "standard.json"
 # the head-to-head's own answers (the same prompt and sampling as notebook 40's): appending to notebook 40's cache
 # would change that notebook's inputs
 QUERYGEN_NAMESPACE = "headtohead_querygen"
+# Decoding of those answers. The prompt asks for at most 5 descriptions (lines) and the parser keeps 5, so ending the
+# answer at its 5th line (issue 49's line stop) changes no parsed query, only the cost. At notebook 40's 160-token
+# cap, 4 of the first 70 answers at T = 0.6 ended at the cap (5.7 %: a description cut mid-line); 256 tokens leave
+# room for five 20-word lines.
+QUERYGEN_MAX_TOKENS = 256
 
 
 def querygen_temperature(path: Path | None = None) -> float:
@@ -317,7 +322,8 @@ def querygen_temperature(path: Path | None = None) -> float:
 
 class QueryGeneration(Method):
     """LLM query generation (Kachuee et al. 2025), zero-shot: Qwen 1.5B writes up to 5 API descriptions for the
-    request (Fig. 2 prompt, top_p 0.9, top_k 10, notebook 40's calibrated temperature), each one and the request
+    request (Fig. 2 prompt, top_p 0.9, top_k 10, notebook 40's calibrated temperature; the answer ends at its 5th
+    line or :data:`QUERYGEN_MAX_TOKENS`), each one and the request
     itself (appended last, App. B.1) retrieve with mpnet, and the lists are interleaved (§4.2; notebook 40's own
     :class:`~toolkit.querygen.retrieval.QueryIndex`). SFT and alignment, notebook 40's trained generators, are not
     here: their GGUF models are not committed and retraining them is hours on this CPU. The answers replay from
@@ -350,11 +356,12 @@ class QueryGeneration(Method):
         from toolkit.querygen import generation as G
         llm = G.client("standard", self.model)
         task, ns = G.task_for("description"), QUERYGEN_NAMESPACE
+        decoding = {"decoding": G.Decoding(max_lines=G.PROMPT_LINES), "max_tokens": QUERYGEN_MAX_TOKENS}
         try:
             got = G.generate_queries(dict(queries), llm, self.temperature, namespace=ns,
-                                     desc=f"query generation [{llm.model_id}]")
+                                     desc=f"query generation [{llm.model_id}]", **decoding)
         except ReplayMiss:
-            have = G.generate_queries(dict(queries), llm, self.temperature, partial=True, namespace=ns)
+            have = G.generate_queries(dict(queries), llm, self.temperature, partial=True, namespace=ns, **decoding)
             sec = cached_answer_seconds(llm.cache(task.namespace))
             missing = len(queries) - len(have)
             raise MethodPending(Pending(
@@ -364,7 +371,7 @@ class QueryGeneration(Method):
                 f"{sec:.1f} s per answer, the mean of the cached zero-shot answers")) from None
         cache = llm.cache(ns)
         cache.refresh()
-        s = G.sampling_at(task, self.temperature)
+        s = G.sampling_at(task, self.temperature, decoding["decoding"]).with_(max_tokens=QUERYGEN_MAX_TOKENS)
         metas = [a.meta for a in (cache.get("chat", as_messages(p), s.key(), 0)
                                   for p in task.prompts_for(queries.values())) if a is not None]
         record = {"answers": len(metas), "at the cap": sum(m.get("fin") == "length" for m in metas),
@@ -386,8 +393,7 @@ class QueryGeneration(Method):
 
     @staticmethod
     def max_tokens() -> int:
-        from toolkit.querygen import generation as G
-        return G.task_for("description").sampling.max_tokens
+        return QUERYGEN_MAX_TOKENS
 
 
 def cached_answer_seconds(cache) -> float:

@@ -69,14 +69,17 @@ def sampling_at(task: Task, temperature: float, decoding: Decoding | None = None
 
 def generate_queries(requests: Mapping[str, str], llm: LLMClient, temperature: float, kind: str = "description",
                      partial: bool = False, desc: str | None = None, namespace: str | None = None,
-                     decoding: Decoding | None = None) -> dict[str, list[str]]:
+                     decoding: Decoding | None = None, max_tokens: int | None = None) -> dict[str, list[str]]:
     """``{qid: [generated query, ...]}`` (parsed, at most 5) at ``temperature``. Missing answers raise
     ``ReplayMiss`` in replay mode; with ``partial`` they are left out instead (a run still growing).
     ``namespace``: the cache namespace (default: the zero-shot task's; SFT and alignment have their own);
-    ``decoding``: the line stop and repetition penalty (:class:`Decoding`; None: off, the committed answers')."""
+    ``decoding``: the line stop and repetition penalty (:class:`Decoding`; None: off, the committed answers');
+    ``max_tokens``: the answer's token cap (None: the task's)."""
     task = task_for(kind)
     ns = namespace or task.namespace
     s = sampling_at(task, temperature, decoding)
+    if max_tokens is not None:
+        s = s.with_(max_tokens=int(max_tokens))
     qids = list(requests)
     prompts = task.prompts_for(requests[q] for q in qids)
     if partial:

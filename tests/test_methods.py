@@ -357,3 +357,19 @@ def test_query_generation_is_pending_without_answers_then_interleaves_them(monke
     results.write_text("{}")
     with pytest.raises(ValueError, match="calibration.Zero-Shot.best"):
         catalog.QueryGeneration()
+
+
+def test_reinvoke_intents_online_cost_is_the_pending_estimate_of_the_same_cache():
+    """The intents' seconds per query in the cost table and in Re-Invoke's pending estimate come from one source
+    (the whole committed intent cache), so the two tables cannot disagree; the tokens are those of the set's queries."""
+    from toolkit.methods import catalog as C
+    ds = B.benchmark_sets(B.config_for("smoke"))["I3"]
+    gold = {d for q in ds.qrels.values() for d in q}
+    m = C.ReinvokeIntents()
+    m.offline({d: ds.corpus[d] for d in gold})      # the gold documents: the index is not what is tested
+    texts = ds.query_texts()
+    m.online(texts)
+    assert m.cost.llm_seconds_per_query == pytest.approx(C.reinvoke_pending().estimate.llm_seconds_per_query)
+    assert m.cost.llm_seconds_per_query > 0
+    assert m.cost.llm_tokens_per_query == pytest.approx(
+        C.cached_completion_tokens("intents", list(texts.values())))

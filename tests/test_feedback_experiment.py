@@ -514,3 +514,27 @@ def test_the_fair_step_regenerates_the_training_feedback_on_fewer_instructions_s
     # the loop on ToolRetriever trains on no feedback: its trace is the same whatever the training size
     assert C.toolretriever_loop_trace_path(fair, "I2", None) == C.toolretriever_loop_trace_path(
         replace(fair, train_feedback_requests=500), "I2", None)
+
+
+def test_the_gain_claim_tests_the_difference_of_the_two_groups_gains():
+    """Claim 2 (a larger gain on I2 than on I1) carries the permutation test of I2's % improve minus I1's: a gain
+    only on I2 is significant, and the test needs every row's per-query values."""
+    import numpy as np
+
+    from toolkit.feedback import tables as T
+    r = np.random.default_rng(0)
+    rows = []
+    for g, gain in (("I1", 0.0), ("I2", 0.5)):
+        base = {f"{g}-{i}": float(v) for i, v in enumerate(r.uniform(0.2, 0.6, 60))}
+        ours = {q: v * (1 + gain) for q, v in base.items()}
+        for m, pq in (("Ours", ours), ("ToolRetriever", base)):
+            rows.append({"table": "2", "set": g, "method": m, "metric": "ndcg@5", "value": float(np.mean(list(pq.values()))),
+                         "per_query": pq, "n": 60, "planned": 60})
+        rows.append({"table": "2", "set": g, "method": "% improve", "metric": "ndcg@5", "value": gain,
+                     "per_query": None, "n": 60, "planned": 60})
+    claim = "the gain is larger on multi-tool I2 than on single-tool I1 (% improve ndcg@5, Table 2)"
+    row = T.claims(pd.DataFrame(rows)).set_index("claim").loc[claim]
+    assert row.holds == "yes" and row.p == "% improve of Ours I2 vs I1 p<0.001"
+    assert row.tests[0]["diff"] == pytest.approx(0.5)
+    rows[0]["per_query"] = None
+    assert T.claims(pd.DataFrame(rows)).set_index("claim").loc[claim].p == ""

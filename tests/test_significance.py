@@ -122,3 +122,38 @@ def test_a_p_value_is_never_zero_and_tiny_ones_print_as_below_a_thousandth():
     assert t["p"] == pytest.approx(1 / 1000)      # (0 + 1) / (999 + 1): the observed assignment counts once
     assert p_text([compared("A vs B", a, b)]) == "A vs B p<0.001"
     assert p_text([{**t, "p": 0.0123}]) == "A vs B p=0.012"
+
+
+def _two_sets(gain1: float, gain2: float, n1: int = 80, n2: int = 60, seed: int = 0):
+    """two disjoint query sets, b's scores and a = b * (1 + gain) plus noise on each"""
+    r = np.random.default_rng(seed)
+    out = []
+    for name, n, g in (("s1", n1, gain1), ("s2", n2, gain2)):
+        b = {f"{name}-q{i}": float(v) for i, v in enumerate(r.uniform(0.2, 0.8, n))}
+        a = {q: float(v * (1 + g) + r.normal(0, 0.1)) for q, v in b.items()}
+        out += [a, b]
+    return out
+
+
+def test_relative_gain_difference_is_the_difference_of_the_sets_percent_improve_and_agrees_with_scipy():
+    from scipy.stats import permutation_test
+
+    from toolkit.significance import relative_gain_difference
+    a1, b1, a2, b2 = _two_sets(0.0, 0.3)
+    t = relative_gain_difference(a1, b1, a2, b2)
+    g = lambda a, b: np.mean(list(a.values())) / np.mean(list(b.values())) - 1
+    assert t.mean_a == pytest.approx(g(a2, b2)) and t.mean_b == pytest.approx(g(a1, b1)) and t.n == 140
+    assert t.diff > 0.2 and t.p < 0.01
+    a1, b1, a2, b2 = _two_sets(0.1, 0.1, seed=4)
+    t = relative_gain_difference(a1, b1, a2, b2)
+    # the same gain on both sets: within noise, and the same p as scipy's test of independent samples
+    # scipy permutes the queries' indices into the pooled (a, b) pairs between the two sets
+    xa = np.array([a1[q] for q in sorted(a1)] + [a2[q] for q in sorted(a2)])
+    xb = np.array([b1[q] for q in sorted(b1)] + [b2[q] for q in sorted(b2)])
+    i1, i2 = np.arange(len(a1)), np.arange(len(a1), len(xa))
+    ref = permutation_test((i2, i1), lambda u, v: xa[u].mean() / xb[u].mean() - xa[v].mean() / xb[v].mean(),
+                           permutation_type="independent", vectorized=False, n_resamples=4_000,
+                           random_state=0).pvalue
+    assert t.p > 0.05 and t.p == pytest.approx(ref, abs=0.03)
+    with pytest.raises(ValueError, match="must not share queries"):
+        relative_gain_difference(a1, b1, a1, b1)

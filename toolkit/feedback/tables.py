@@ -168,6 +168,29 @@ def paired_test(values: pd.DataFrame, table: str, label: str, a: str, b: str, me
     return compared(f"{a} vs {b}{' ' + label if label != 'I2' or table in '23' else ''}", pa, pb)
 
 
+def gain_difference_test(values: pd.DataFrame, table: str, set1: str, set2: str, a: str, b1: str, b2: str,
+                         metric: str = "ndcg@5"):
+    """Is row ``a``'s relative gain over the baseline larger on ``set2`` than on ``set1``
+    (:func:`toolkit.significance.relative_gain_difference`; ``b1`` / ``b2``: the baseline row on each set)?
+    The claims table's record (comparison, n, mean_a = set 2's gain, mean_b = set 1's, diff, p), or None unless
+    all four rows are complete and carry per-query values on their set's common queries and the baseline scores
+    above 0 on each set."""
+    from toolkit.significance import relative_gain_difference
+    pq = []
+    for label, row in ((set1, a), (set1, b1), (set2, a), (set2, b2)):
+        c = _cell(values, table, label, row, metric)
+        if c is None or "per_query" not in values or not _complete(c) or not isinstance(c.get("per_query"), dict):
+            return None
+        pq.append(c.get("per_query"))
+    if set(pq[0]) != set(pq[1]) or set(pq[2]) != set(pq[3]) or not pq[0] or not pq[2]:
+        return None
+    if not any(pq[1].values()) or not any(pq[3].values()):
+        return None                      # a baseline at 0 on a set: no relative gain (Table 2's % improve is NaN)
+    t = relative_gain_difference(*pq)
+    return {"comparison": f"% improve of {a} {set2} vs {set1}", "n": t.n, "mean_a": t.mean_a, "mean_b": t.mean_b,
+            "diff": t.diff, "p": t.p}
+
+
 def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     """The paper's claims, one row each (``holds``: yes / no, or pending while a row it rests on is missing or
     its trace is still being generated: n < planned; the reading gives such rows' values with their n),
@@ -226,7 +249,8 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
     gain = {g: val("2", g, "% improve") for g in ("I1", "I2")}
     row(f"the gain is larger on multi-tool I2 than on single-tool I1 (% improve {metric}, Table 2)",
         gain["I2"] > gain["I1"] if None not in gain.values() else None,
-        "; ".join(f"{g} {'pending' if x is None else f'{x:+.1%}'}" for g, x in gain.items()))
+        "; ".join(f"{g} {'pending' if x is None else f'{x:+.1%}'}" for g, x in gain.items()),
+        [gain_difference_test(values, "2", "I1", "I2", "Ours", baseline("2", "I1"), baseline("2", "I2"), metric)])
     o, t = val("3", "UltraTool", "Ours"), val("3", "UltraTool", baseline("3", "UltraTool"))
     row(f"feedback beats the fine-tuned retriever out-of-domain (UltraTool {metric}, Table 3)",
         o > t if None not in (o, t) else None, f"Ours {fmt(o)} vs ToolRetriever {fmt(t)}",

@@ -476,7 +476,13 @@ def reinvoke_pending(library_size: int = 16_427) -> Pending:
     best = max((r for r in bench["results"] if r["variant"].startswith("stop")), key=lambda r: r["answers_per_minute"])
     sec = 60 / best["answers_per_minute"]
     per_query, _ = task_rate("intents")
-    return Pending("Re-Invoke's document expansion covers the 2,490 APIs of the StableToolBench pools (m = 5), not "
+    # what notebook 20's standard run found in the cache (its coverage table), not a typed fact that goes stale
+    nb20 = REPO / "results" / "20_reinvoke" / "standard.json"
+    cov = [r for r in json.loads(nb20.read_text()).get("coverage", []) if r.get("backbone") == "qwen-1.5b"
+           and str(r.get("dataset", "")).startswith("toolbench")] if nb20.is_file() else []
+    pools = ", ".join(f"{r['dataset'].split('-')[-1].upper()} {r['tools']:,} APIs at m = {r['complete m']}"
+                      for r in cov) or "notebook 20's standard run is missing"
+    return Pending(f"Re-Invoke's document expansion covers the StableToolBench pools only ({pools}; notebook 20), not "
                    f"the {library_size:,}-API library, nor UltraTool's tools (the intents of every query are cached)",
                    "python -m toolkit.reinvoke --task synthetic-queries --dataset toolbench-all --n 1 (the library's "
                    "documents), then --dataset ultratool",

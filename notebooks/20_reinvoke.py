@@ -332,11 +332,16 @@ multi {{toole-multi|BM25}} → {{toole-multi|Re-Invoke (BM25), m=1}} / {{toole-m
 {{paper:1|toole-multi|Re-Invoke (BM25)}}). Mean vs max similarity: single {{toole-single|Mean similarity}} vs
 {{toole-single|Max similarity}}, multi {{toole-multi|Mean similarity}} vs {{toole-multi|Max similarity}} (paper
 {{paper:3D|toole-single|Mean similarity}} vs {{paper:3D|toole-single|Max similarity}},
-{{paper:3D|toole-multi|Mean similarity}} vs {{paper:3D|toole-multi|Max similarity}}). Synthetic queries only vs
+{{paper:3D|toole-multi|Mean similarity}} vs {{paper:3D|toole-multi|Max similarity}}); on the ToolBench pools at m = 5
+I2 {{toolbench-i2|Mean similarity}} vs {{toolbench-i2|Max similarity}}, I3 {{toolbench-i3|Mean similarity}} vs
+{{toolbench-i3|Max similarity}} (paper at m = 10 {{paper:3D|toolbench-i2|Mean similarity}} vs
+{{paper:3D|toolbench-i2|Max similarity}}, {{paper:3D|toolbench-i3|Mean similarity}} vs
+{{paper:3D|toolbench-i3|Max similarity}}; claim 10 gives each p). Synthetic queries only vs
 appended to the document: single {{toole-single|Synthetic query only}} vs
 {{toole-single|Synthetic query appended to document}}, multi {{toole-multi|Synthetic query only}} vs
 {{toole-multi|Synthetic query appended to document}}, I1 {{toolbench-i1|Synthetic query only}} vs
-{{toolbench-i1|Synthetic query appended to document}} (paper {{paper:3B|toole-single|Synthetic query only}} vs
+{{toolbench-i1|Synthetic query appended to document}}, I2 {{toolbench-i2|Synthetic query only}} vs
+{{toolbench-i2|Synthetic query appended to document}} (paper {{paper:3B|toole-single|Synthetic query only}} vs
 {{paper:3B|toole-single|Synthetic query appended to document}}, {{paper:3B|toole-multi|Synthetic query only}} vs
 {{paper:3B|toole-multi|Synthetic query appended to document}}, {{paper:3B|toolbench-i1|Synthetic query only}} vs
 {{paper:3B|toolbench-i1|Synthetic query appended to document}}).

@@ -138,7 +138,9 @@ def relative_gain_difference(a1: Mapping[str, float], b1: Mapping[str, float], a
     tx, ty = x.sum(), y.sum()
     if ty == y[n1:].sum() or y[n1:].sum() == 0:
         raise ValueError("relative_gain_difference: system b scores 0 on one set, its relative gain is undefined")
-    observed = gain(x[n1:].sum(), y[n1:].sum(), tx, ty)
+    g2 = x[n1:].mean() / y[n1:].mean() - 1
+    g1 = x[:n1].mean() / y[:n1].mean() - 1
+    observed = g2 - g1
     rng = np.random.default_rng(seed)
     hits, done = 0, 0
     while done < n_permutations:
@@ -147,9 +149,7 @@ def relative_gain_difference(a1: Mapping[str, float], b1: Mapping[str, float], a
         g = gain(x[in2].sum(1), y[in2].sum(1), tx, ty)
         hits += int((np.nan_to_num(np.abs(g), nan=np.inf) >= abs(observed) - 1e-12).sum())
         done += m
-    g2 = x[n1:].mean() / y[n1:].mean() - 1
-    g1 = x[:n1].mean() / y[:n1].mean() - 1
-    return PairedTest(n=n, mean_a=float(g2), mean_b=float(g1), diff=float(g2 - g1),
+    return PairedTest(n=n, mean_a=float(g2), mean_b=float(g1), diff=float(observed),
                       p=float((hits + 1) / (n_permutations + 1)))
 
 
@@ -158,7 +158,12 @@ def compared(label: str, a: Mapping, b: Mapping, n_permutations: int = 10_000, s
     "p"}``. ``a`` and ``b`` are ``{qid: score}`` (:func:`paired_randomization`) or ``{group: {qid: score}}``
     (:func:`macro_paired_randomization`, the mean of per-group means)."""
     macro = any(isinstance(v, Mapping) for v in a.values())
-    t = (macro_paired_randomization if macro else paired_randomization)(a, b, n_permutations, seed)
+    return as_record(label, (macro_paired_randomization if macro else paired_randomization)(a, b, n_permutations,
+                                                                                            seed))
+
+
+def as_record(label: str, t: PairedTest) -> dict:
+    """A test as a claims table's comparison: ``{"comparison": label, "n", "mean_a", "mean_b", "diff", "p"}``."""
     return {"comparison": label, "n": t.n, "mean_a": t.mean_a, "mean_b": t.mean_b, "diff": t.diff, "p": t.p}
 
 

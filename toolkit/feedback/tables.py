@@ -175,7 +175,7 @@ def gain_difference_test(values: pd.DataFrame, table: str, set1: str, set2: str,
     The claims table's record (comparison, n, mean_a = set 2's gain, mean_b = set 1's, diff, p), or None unless
     all four rows are complete and carry per-query values on their set's common queries and the baseline scores
     above 0 on each set."""
-    from toolkit.significance import relative_gain_difference
+    from toolkit.significance import as_record, relative_gain_difference
     pq = []
     for label, row in ((set1, a), (set1, b1), (set2, a), (set2, b2)):
         c = _cell(values, table, label, row, metric)
@@ -186,9 +186,7 @@ def gain_difference_test(values: pd.DataFrame, table: str, set1: str, set2: str,
         return None
     if not any(pq[1].values()) or not any(pq[3].values()):
         return None                      # a baseline at 0 on a set: no relative gain (Table 2's % improve is NaN)
-    t = relative_gain_difference(*pq)
-    return {"comparison": f"% improve of {a} {set2} vs {set1}", "n": t.n, "mean_a": t.mean_a, "mean_b": t.mean_b,
-            "diff": t.diff, "p": t.p}
+    return as_record(f"% improve of {a} {set2} vs {set1}", relative_gain_difference(*pq))
 
 
 def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:

@@ -480,7 +480,8 @@ def reinvoke_pending(library_size: int = 16_427) -> Pending:
     nb20 = REPO / "results" / "20_reinvoke" / "standard.json"
     cov = [r for r in json.loads(nb20.read_text()).get("coverage", []) if r.get("backbone") == "qwen-1.5b"
            and str(r.get("dataset", "")).startswith("toolbench")] if nb20.is_file() else []
-    pools = ", ".join(f"{r['dataset'].split('-')[-1].upper()} {r['tools']:,} APIs at m = {r['complete m']}"
+    from toolkit.reinvoke.tables import DATASET_LABELS
+    pools = ", ".join(f"{DATASET_LABELS[r['dataset']]} {r['tools']:,} APIs at m = {r['complete m']}"
                       for r in cov) or "notebook 20's standard run is missing"
     return Pending(f"Re-Invoke's document expansion covers the StableToolBench pools only ({pools}; notebook 20), not "
                    f"the {library_size:,}-API library, nor UltraTool's tools (the intents of every query are cached)",

@@ -515,3 +515,29 @@ def test_a_toolkit_cache_that_is_a_file_names_the_variable(tmp_path, monkeypatch
     monkeypatch.setenv("TOOLKIT_CACHE", str(f))
     with pytest.raises(NotADirectoryError, match="TOOLKIT_CACHE=.*cannot be used as a directory"):
         cache_dir()
+
+
+def test_a_field_of_another_run_is_an_input_by_its_digest_alone(tmp_path, monkeypatch):
+    """Notebook 50 reads notebook 40's calibrated temperature: notebook 40's re-run (new timings) leaves notebook 50
+    current; a new temperature makes it stale; a missing field is an error naming the file and the field."""
+    monkeypatch.setattr(provenance, "_repo", lambda: tmp_path.resolve())
+    other = tmp_path / "results" / "40_querygen" / "standard.json"
+    other.parent.mkdir(parents=True)
+    other.write_text(json.dumps({"seconds": 10, "calibration": {"Zero-Shot": {"best": 0.6}}}))
+    provenance.reset()
+    assert provenance.read_json_field(other, "calibration.Zero-Shot.best", kind="notebook 40 run") == 0.6
+    (row,) = provenance.inputs()
+    assert row["path"] == "results/40_querygen/standard.json" and row["field"] == "calibration.Zero-Shot.best"
+    other.write_text(json.dumps({"seconds": 99, "calibration": {"Zero-Shot": {"best": 0.6}}}))
+    assert provenance.problems([row], root=tmp_path) == []
+    other.write_text(json.dumps({"seconds": 99, "calibration": {"Zero-Shot": {"best": 0.8}}}))
+    (msg,) = provenance.problems([row], root=tmp_path)
+    assert "field 'calibration.Zero-Shot.best'" in msg and "changed since the run" in msg
+    other.write_text(json.dumps({"calibration": {}}))
+    (msg,) = provenance.problems([row], root=tmp_path)
+    assert "changed since the run" in msg and "-> none" in msg
+    with pytest.raises(ValueError, match=r"results/40_querygen/standard.json: no field 'calibration.Zero-Shot.best'"):
+        provenance.read_json_field(other, "calibration.Zero-Shot.best", kind="notebook 40 run")
+    with pytest.raises(FileNotFoundError, match="missing.*run it"):
+        provenance.read_json_field(tmp_path / "results" / "nope.json", "x", fix="run it")
+    provenance.reset()

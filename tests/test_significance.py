@@ -157,3 +157,13 @@ def test_relative_gain_difference_is_the_difference_of_the_sets_percent_improve_
     assert t.p > 0.05 and t.p == pytest.approx(ref, abs=0.03)
     with pytest.raises(ValueError, match="must not share queries"):
         relative_gain_difference(a1, b1, a1, b1)
+
+
+def test_relative_gain_difference_refuses_a_baseline_at_zero_on_a_set():
+    from toolkit.significance import relative_gain_difference, relative_gain_undefined
+    a1, b1, a2, b2 = _two_sets(0.0, 0.3)
+    assert relative_gain_undefined(b1, b2) is None
+    zero = {q: 0.0 for q in b2}
+    assert relative_gain_undefined(b1, zero) == "system b scores 0 on set 2, its relative gain is undefined"
+    with pytest.raises(ValueError, match="scores 0 on set 2"):
+        relative_gain_difference(a1, b1, a2, zero)

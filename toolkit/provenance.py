@@ -11,10 +11,16 @@ environment fails the check, naming the file or the variable (DESIGN §8: "a res
     provenance.record_input(path, records=150, kind="feedback trace")
     provenance.inputs()      # [{"path": "data/feedback_traces/...", "sha256": ..., "records": 150, "kind": ...}]
     provenance.problems(results_json["inputs"])   # ["data/...: changed since the run (sha256 ... -> ...)"]
+    provenance.read_json_field("results/40_querygen/standard.json", "calibration.Zero-Shot.best", kind="notebook 40 run")
+
+A field of another notebook's results (:func:`read_json_field`) is recorded with the digest of that field alone: the
+other notebook's re-run changes its timings and revision every time, and only a change of what was read makes this
+run stale.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from pathlib import Path
 
@@ -41,6 +47,33 @@ def sha256(path: Path) -> str:
     return _hashes[key]
 
 
+_MISSING = object()
+
+
+def _field(doc, field: str):
+    """``doc``'s value at the dotted ``field`` (``"calibration.Zero-Shot.best"``), or ``_MISSING``."""
+    for key in field.split("."):
+        if not isinstance(doc, dict) or key not in doc:
+            return _MISSING
+        doc = doc[key]
+    return doc
+
+
+def field_sha256(path: Path, field: str) -> str | None:
+    """sha256 of the canonical JSON of ``path``'s ``field``; None when the file is not JSON or lacks the field."""
+    try:
+        value = _field(json.loads(Path(path).read_text()), field)
+    except (OSError, json.JSONDecodeError):
+        return None
+    if value is _MISSING:
+        return None
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _digest(path: Path, field: str | None) -> str | None:
+    return field_sha256(path, field) if field else sha256(path)
+
+
 def relative(path: str | Path) -> str | None:
     """``path`` relative to the repository, or None when it lies outside (a scratch cache is not an input to
     verify: a fresh clone does not have it)."""
@@ -56,19 +89,44 @@ def shown(path: str | Path) -> str:
     return relative(path) or str(path)
 
 
-def record_input(path: str | Path, records: int | None = None, kind: str = "", damaged: list[str] | None = None) -> None:
+def record_input(path: str | Path, records: int | None = None, kind: str = "", damaged: list[str] | None = None,
+                 field: str | None = None) -> None:
     """Note that this run read ``path`` (``records``: how many of its records it used; ``damaged``: "file:line: why"
-    of each record that could not be read and was skipped). Files outside the repository are not recorded."""
+    of each record that could not be read and was skipped; ``field``: the run read only this dotted field of a JSON
+    file, and only its change makes the run stale). Files outside the repository are not recorded."""
     rel = relative(path)
     if rel is None or not Path(path).is_file():
         return
+    key = f"{rel}#{field}" if field else rel
     with _lock:
-        prev = _inputs.get(rel)
+        prev = _inputs.get(key)
         n = records if prev is None or prev.get("records") is None or records is None else max(prev["records"], records)
-        _inputs[rel] = {"path": rel, "records": n, "kind": kind or (prev or {}).get("kind", "")}
+        _inputs[key] = {"path": rel, "records": n, "kind": kind or (prev or {}).get("kind", "")}
+        if field:
+            _inputs[key]["field"] = field
         bad = list(damaged or (prev or {}).get("damaged") or [])
         if bad:
-            _inputs[rel]["damaged"] = bad
+            _inputs[key]["damaged"] = bad
+
+
+def read_json_field(path: str | Path, field: str, kind: str = "", fix: str = ""):
+    """The value at the dotted ``field`` of the committed JSON file ``path``, recorded as an input of this run with
+    that field's digest (another notebook's results: its re-run changes its timings, not necessarily what we read).
+    A missing file, a file that is not JSON or a missing field raises, naming the file, the field and ``fix``."""
+    from toolkit.paths import portable
+    p = Path(path) if Path(path).is_absolute() else _repo() / path
+    hint = f": {fix}" if fix else ""
+    if not p.is_file():
+        raise FileNotFoundError(f"{portable(p)} is missing ({kind or 'input'} field {field!r}){hint}")
+    try:
+        doc = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{portable(p)}: not JSON ({e}){hint}") from e
+    value = _field(doc, field)
+    if value is _MISSING:
+        raise ValueError(f"{portable(p)}: no field {field!r} ({kind or 'input'}){hint}")
+    record_input(p, kind=kind, field=field)
+    return value
 
 
 def run_problems() -> list[str]:
@@ -97,7 +155,7 @@ def inputs() -> list[dict]:
     root = _repo()
     for r in rows:
         p = root / r["path"]
-        r["sha256"] = sha256(p) if p.is_file() else None
+        r["sha256"] = _digest(p, r.get("field")) if p.is_file() else None
     return rows
 
 
@@ -119,19 +177,23 @@ def problems(recorded: list[dict] | None, llm: list[dict] | None = None, root: P
     out = []
     for r in recorded or []:
         p = root / r["path"]
+        what = r.get("kind") or "input"
+        if r.get("field"):
+            what += f" (field {r['field']!r})"
+        now = _digest(p, r.get("field")) if p.is_file() else None
         if r.get("damaged"):
             out.append(f"{r['path']}: the run skipped {len(r['damaged'])} damaged record(s) of this "
-                       f"{r.get('kind') or 'input'} (first: {r['damaged'][0]})")
+                       f"{what} (first: {r['damaged'][0]})")
         if r.get("sha256") is None:
-            out.append(f"{r['path']}: the run read this {r.get('kind') or 'input'} but it was gone when the results "
+            out.append(f"{r['path']}: the run read this {what} but it was gone when the results "
                        "were saved; re-run the notebook")
         elif not p.is_file():
-            out.append(f"{r['path']}: the run read this {r.get('kind') or 'input'}, and it is missing now "
+            out.append(f"{r['path']}: the run read this {what}, and it is missing now "
                        f"(restore it: git checkout -- {r['path']})")
-        elif sha256(p) != r["sha256"]:
-            out.append(f"{r['path']}: this {r.get('kind') or 'input'} changed since the run (sha256 "
-                       f"{r['sha256'][:12]} -> {sha256(p)[:12]}); if the change is wanted, re-run the notebook, else "
-                       f"restore it: git checkout -- {r['path']}")
+        elif now != r["sha256"]:
+            out.append(f"{r['path']}: this {what} changed since the run (sha256 "
+                       f"{r['sha256'][:12]} -> {(now or 'none')[:12]}); if the change is wanted, re-run the notebook, "
+                       f"else restore it: git checkout -- {r['path']}")
     for c in llm or []:
         if c.get("backend") == "echo" and c.get("from_env"):
             out.append(f"LLM namespace {c['namespace']!r} was answered by the echo backend (TOOLKIT_LLM_BACKEND=echo): "

@@ -111,6 +111,13 @@ def macro_paired_randomization(a: Mapping[str, Mapping[str, float]], b: Mapping[
     return PairedTest(n=n, mean_a=float(ma), mean_b=float(mb), diff=float(ma - mb), p=float(p))
 
 
+def relative_gain_undefined(b1: Mapping[str, float], b2: Mapping[str, float]) -> str | None:
+    """Why :func:`relative_gain_difference` has no statistic for baselines ``b1`` / ``b2`` (a baseline that scores
+    0 on its whole set: its relative gain, a paper's "% improve", is NaN), or None when it has one."""
+    bad = [name for name, b in (("set 1", b1), ("set 2", b2)) if not any(b.values())]
+    return f"system b scores 0 on {' and '.join(bad)}, its relative gain is undefined" if bad else None
+
+
 def relative_gain_difference(a1: Mapping[str, float], b1: Mapping[str, float], a2: Mapping[str, float],
                              b2: Mapping[str, float], n_permutations: int = 10_000, seed: int = 42) -> PairedTest:
     """Is system a's relative gain over b larger on query set 2 than on set 1? Two independent sets (I1 and I2: no
@@ -124,6 +131,8 @@ def relative_gain_difference(a1: Mapping[str, float], b1: Mapping[str, float], a
     :func:`paired_randomization`). ``mean_a`` / ``mean_b`` are set 2's and set 1's gains, ``n`` the pooled queries."""
     _check(a1, b1, n_permutations, " in set 1")
     _check(a2, b2, n_permutations, " in set 2")
+    if why := relative_gain_undefined(b1, b2):
+        raise ValueError(f"relative_gain_difference: {why}")
     if set(a1) & set(a2):
         raise ValueError(f"relative_gain_difference: the two sets must not share queries, "
                          f"{len(set(a1) & set(a2))} do (e.g. {sorted(set(a1) & set(a2))[:3]})")
@@ -136,8 +145,6 @@ def relative_gain_difference(a1: Mapping[str, float], b1: Mapping[str, float], a
         with np.errstate(divide="ignore", invalid="ignore"):
             return sx / sy - (cx - sx) / (cy - sy)
     tx, ty = x.sum(), y.sum()
-    if ty == y[n1:].sum() or y[n1:].sum() == 0:
-        raise ValueError("relative_gain_difference: system b scores 0 on one set, its relative gain is undefined")
     g2 = x[n1:].mean() / y[n1:].mean() - 1
     g1 = x[:n1].mean() / y[:n1].mean() - 1
     observed = g2 - g1

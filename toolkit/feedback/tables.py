@@ -175,7 +175,7 @@ def gain_difference_test(values: pd.DataFrame, table: str, set1: str, set2: str,
     The claims table's record (comparison, n, mean_a = set 2's gain, mean_b = set 1's, diff, p), or None unless
     all four rows are complete and carry per-query values on their set's common queries and the baseline scores
     above 0 on each set."""
-    from toolkit.significance import as_record, relative_gain_difference
+    from toolkit.significance import as_record, relative_gain_difference, relative_gain_undefined
     pq = []
     for label, row in ((set1, a), (set1, b1), (set2, a), (set2, b2)):
         c = _cell(values, table, label, row, metric)
@@ -184,7 +184,7 @@ def gain_difference_test(values: pd.DataFrame, table: str, set1: str, set2: str,
         pq.append(c.get("per_query"))
     if set(pq[0]) != set(pq[1]) or set(pq[2]) != set(pq[3]) or not pq[0] or not pq[2]:
         return None
-    if not any(pq[1].values()) or not any(pq[3].values()):
+    if relative_gain_undefined(pq[1], pq[3]):
         return None                      # a baseline at 0 on a set: no relative gain (Table 2's % improve is NaN)
     return as_record(f"% improve of {a} {set2} vs {set1}", relative_gain_difference(*pq))
 

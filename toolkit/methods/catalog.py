@@ -20,7 +20,6 @@ cache (milliseconds and completion tokens per answer), and ``results/bench/`` (e
 """
 from __future__ import annotations
 
-import json
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -285,8 +284,8 @@ class ReinvokeIntents(Method):
                 Cost(llm_seconds=sec * len(missing)),
                 f"{sec:.1f} s per answer, the mean of the {n:,} cached intent answers"))
         # seconds from the whole intent cache, as reinvoke_pending's estimate: the answers of one set were written
-        # at whatever load the machine had then (one head-to-head set's own mean was 61 s at 32 tokens), so a per-set mean
-        # measures that load, not the method
+        # at whatever load the machine had then (one head-to-head set's were written beside another generation), so a
+        # per-set mean measures that load, not the method
         sec, _ = task_rate("intents")
         tok = cached_completion_tokens("intents", list(queries.values()))
         self.cost = Cost(index_seconds=self.cost.index_seconds, llm_seconds_per_query=sec, llm_tokens_per_query=tok,
@@ -308,16 +307,13 @@ QUERYGEN_MAX_TOKENS = 256
 
 
 def querygen_temperature(path: Path | None = None) -> float:
-    """The zero-shot temperature notebook 40's standard run calibrated on its dev requests by Recall@5 (§4.3)."""
-    path = path or QUERYGEN_RESULTS
-    if not path.is_file():
-        raise FileNotFoundError(f"{portable(path)} is missing: the query-generation method takes its temperature from "
-                                "notebook 40's standard run (python -m toolkit run 40_querygen --profile standard)")
-    best = json.loads(path.read_text()).get("calibration", {}).get("Zero-Shot", {}).get("best")
-    if best is None:
-        raise ValueError(f"{portable(path)}: no calibration.Zero-Shot.best (the calibrated zero-shot temperature); "
-                         "re-run notebook 40's standard profile")
-    return float(best)
+    """The zero-shot temperature notebook 40's standard run calibrated on its dev requests by Recall@5 (§4.3),
+    recorded as an input of this run (the field alone: notebook 40's re-run changes its timings, not this)."""
+    from toolkit import provenance
+    return float(provenance.read_json_field(
+        path or QUERYGEN_RESULTS, "calibration.Zero-Shot.best", kind="notebook 40 run (calibrated temperature)",
+        fix="the query-generation method takes its temperature from notebook 40's standard run; run "
+            "python -m toolkit run 40_querygen --profile standard"))
 
 
 class QueryGeneration(Method):
@@ -467,19 +463,20 @@ class ToolRerank(Method):
 def reinvoke_pending(library_size: int = 16_427) -> Pending:
     """Re-Invoke with its document expansion over the library (m = 1) and intents: offline the synthetic queries at
     the cached answers' mean time, online the intents' mean time and a multi-view MiniLM search."""
-    import json
-
+    from toolkit import provenance
     from toolkit.paths import REPO
     # the generation's throughput measured by scripts/bench_synthetic_queries.py (the growing cache itself is not read:
     # a generation appending to it would change this run's inputs)
-    bench = json.loads((REPO / "results" / "bench" / "synthetic_queries.json").read_text())
-    best = max((r for r in bench["results"] if r["variant"].startswith("stop")), key=lambda r: r["answers_per_minute"])
+    bench = provenance.read_json_field(REPO / "results" / "bench" / "synthetic_queries.json", "results",
+                                       kind="benchmark", fix="run scripts/bench_synthetic_queries.py --out <file>")
+    best = max((r for r in bench if r["variant"].startswith("stop")), key=lambda r: r["answers_per_minute"])
     sec = 60 / best["answers_per_minute"]
     per_query, _ = task_rate("intents")
     # what notebook 20's standard run found in the cache (its coverage table), not a typed fact that goes stale
     nb20 = REPO / "results" / "20_reinvoke" / "standard.json"
-    cov = [r for r in json.loads(nb20.read_text()).get("coverage", []) if r.get("backbone") == "qwen-1.5b"
-           and str(r.get("dataset", "")).startswith("toolbench")] if nb20.is_file() else []
+    cov = [r for r in provenance.read_json_field(nb20, "coverage", kind="notebook 20 run (synthetic-query coverage)")
+           if r.get("backbone") == "qwen-1.5b" and str(r.get("dataset", "")).startswith("toolbench")] \
+        if nb20.is_file() else []
     from toolkit.reinvoke.tables import DATASET_LABELS
     pools = ", ".join(f"{DATASET_LABELS[r['dataset']]} {r['tools']:,} APIs at m = {r['complete m']}"
                       for r in cov) or "notebook 20's standard run is missing"

@@ -31,11 +31,12 @@
 #   3A "+ Query generator", 3B, 3D, Table 4) carries its m in its note; the paper's Table 3C row for m = 5 is the one
 #   to set it beside. `m_toolbench=None` uses `m`.
 # - **Generation that stops when the query ends.** With the paper's Fig. 4 prompt the small Qwen models write the
-#   query and then explain it until the 160-token cap (25 % of the 1.5B's first answers, 34 % of the 0.5B's). The
-#   ToolBench expansions are generated with stop strings that end the answer with the query
+#   query and then explain it until the 160-token cap (the "synthetic-queries-nostop" rows of the generation table
+#   below). The ToolBench expansions are generated with stop strings that end the answer with the query
 #   (`toolkit.llm.tasks.SYNTHETIC_QUERY_STOP`; parameter `queries_task_toolbench`); ToolE's m = 10 expansions are the
-#   first generation, without them (`queries_task_toole`; the parser drops the explanation, and replaying the stop
-#   strings on those answers changes 5.5 % of the parsed queries). The cap-hit share of each is printed below.
+#   first generation, without them (`queries_task_toole`; the parser drops the explanation; the table's last column
+#   gives the share of those answers whose parsed query the stop strings would change). The table also gives each
+#   task's cap-hit share.
 # - **Only complete inputs are evaluated.** A condition is computed only when every query has its intents / HyDE
 #   document and every tool has at least m synthetic queries in the committed cache; otherwise it is listed as
 #   pending with its coverage. Rows "Re-Invoke (…), m=j", "Synthetic query only, m=j", "Max / Mean similarity, m=j"

@@ -1,6 +1,7 @@
 """toolkit.claims: the verdict rule and the claims table, and notebook 20's claims on a tiny run."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -150,8 +151,14 @@ def test_generation_time_counts_each_sampling_of_a_shared_cache_file_apart(tmp_p
     c.put("chat", msgs, SYNTHETIC_QUERIES.sampling.key(), 0, "a", fin="stop", ntok=10, ms=1000)
     c.put("chat", msgs, SYNTHETIC_QUERIES_NOSTOP.sampling.key(), 0, "b", fin="length", ntok=160, ms=9000)
     c.put("chat", msgs, SYNTHETIC_QUERIES_NOSTOP.sampling.key(), 1, "c", fin="stop", ntok=60, ms=3000)
+    # a query the stop strings would cut ('"\n' ends the quoted query's first line): its parse changes
+    c.put("chat", msgs, SYNTHETIC_QUERIES_NOSTOP.sampling.key(), 2, 'Find "flights"\nto Rome', fin="stop", ntok=8,
+          ms=500)
+    c.put("chat", msgs, SYNTHETIC_QUERIES_NOSTOP.sampling.key(), 3, "d", fin="stop", ntok=1, ms=100)
     t = E.generation_time("qwen-1.5b", tasks=("synthetic-queries", "synthetic-queries-nostop"))
+    assert t.loc[("synthetic-queries-nostop", "qwen-1.5b"), "parsed query changed by the stop strings"] == 0.25
+    assert np.isnan(t.loc[("synthetic-queries", "qwen-1.5b"), "parsed query changed by the stop strings"])
     assert t.loc[("synthetic-queries", "qwen-1.5b"), "answers"] == 1
-    assert t.loc[("synthetic-queries-nostop", "qwen-1.5b"), "answers"] == 2
-    assert t.loc[("synthetic-queries-nostop", "qwen-1.5b"), "capped share"] == 0.5
+    assert t.loc[("synthetic-queries-nostop", "qwen-1.5b"), "answers"] == 4
+    assert t.loc[("synthetic-queries-nostop", "qwen-1.5b"), "capped share"] == 0.25
     assert t.loc[("synthetic-queries", "qwen-1.5b"), "capped at max_tokens"] == 0

@@ -133,8 +133,14 @@ def generation_time(backbone: str, tasks=("intents", "synthetic-queries", "synth
                     ) -> pd.DataFrame:
     """Answers, completion tokens, summed call time (s) and answers cut at the token cap (count and share) of each
     task's sampling in its cache file for ``backbone`` (the two synthetic-query tasks share one file and differ
-    in their stop strings). Calls ran ``--parallel`` at a time, so the sum of call times exceeds the wall time."""
-    from toolkit.llm.tasks import get_task
+    in their stop strings). Calls ran ``--parallel`` at a time, so the sum of call times exceeds the wall time.
+    Column "parsed query changed by the stop strings": of the answers generated without stop strings, the share whose
+    parsed synthetic query (:func:`~toolkit.llm.parsers.parse_synthetic_query`) differs once the answer is cut at
+    :data:`~toolkit.llm.tasks.SYNTHETIC_QUERY_STOP` -- what replaying them under the stop would change (NaN for the
+    other tasks)."""
+    from toolkit.llm.base import truncate_at_stop
+    from toolkit.llm.parsers import parse_synthetic_query
+    from toolkit.llm.tasks import SYNTHETIC_QUERY_STOP, get_task
     rows = []
     for t in tasks:
         task = get_task(t)
@@ -146,7 +152,12 @@ def generation_time(backbone: str, tasks=("intents", "synthetic-queries", "synth
         rows.append({"task": t, "backbone": backbone, "answers": len(ans),
                      "completion tokens": sum(a.get("ntok") or 0 for a in ans),
                      "call time (s)": round(sum(a.get("ms") or 0 for a in ans) / 1000, 1),
-                     "capped at max_tokens": capped, "capped share": capped / len(ans) if ans else float("nan")})
+                     "capped at max_tokens": capped, "capped share": capped / len(ans) if ans else float("nan"),
+                     "parsed query changed by the stop strings": float("nan")})
+        if t == "synthetic-queries-nostop" and ans:
+            changed = sum(parse_synthetic_query(a["text"]) !=
+                          parse_synthetic_query(truncate_at_stop(a["text"], SYNTHETIC_QUERY_STOP)[0]) for a in ans)
+            rows[-1]["parsed query changed by the stop strings"] = changed / len(ans)
     return pd.DataFrame(rows).set_index(["task", "backbone"])
 
 

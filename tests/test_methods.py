@@ -373,3 +373,15 @@ def test_reinvoke_intents_online_cost_is_the_pending_estimate_of_the_same_cache(
     assert m.cost.llm_seconds_per_query > 0
     assert m.cost.llm_tokens_per_query == pytest.approx(
         C.cached_completion_tokens("intents", list(texts.values())))
+
+
+def test_what_the_pending_estimate_reads_from_other_runs_is_recorded_as_inputs():
+    """Notebook 50's Re-Invoke estimate reads notebook 20's coverage and the synthetic-query benchmark: both are
+    inputs of the run, by the digest of the field read (notebook 20's re-run alone does not make it stale)."""
+    from toolkit import provenance
+    from toolkit.methods import catalog as C
+    provenance.reset()
+    C.reinvoke_pending()
+    got = {(r["path"], r.get("field")) for r in provenance.inputs()}
+    assert {("results/20_reinvoke/standard.json", "coverage"), ("results/bench/synthetic_queries.json", "results")} <= got
+    provenance.reset()

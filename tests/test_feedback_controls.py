@@ -111,6 +111,11 @@ def test_decomposition_text_names_the_largest_part():
     assert text.startswith("I2 (n = 20): Ours − ToolRetriever -0.250")
     assert "training part -0.100" in text and "loop part -0.150" in text and "largest: loop part (-0.150)" in text
     assert "the oracle's gain with Ours' retriever +0.500 (p<0.001)" in text
+    assert "no query's ndcg@5 changed" not in text and d.set_index("part").loc["loop part", "differ"] == 10
+    # a loop that changed no query's score is said so (on I3 13 of 61 refinements moved no gold API)
+    rows["Ours"] = rows[C.OURS_T0]
+    text = C.decomposition_text(C.decomposition({"I2": {m: {"ndcg@5": v} for m, v in rows.items()}}).to_dict("records"))
+    assert "loop part +0.000 (p=1.000) (no query's ndcg@5 changed" in text
 
 
 def test_brevity_changes_the_prompts_but_not_the_committed_trace_names():

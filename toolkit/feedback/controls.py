@@ -318,7 +318,8 @@ def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
     """Per set and metric, each of ``parts`` (default :data:`PARTS`): its difference on the queries both rows score,
     with n and paired p.
     ``per_query``: ``{set: {method: {metric: {qid: value}}}}`` (a missing method or metric: the part is left out).
-    Returns a long frame: set, part, a, b, metric, n, diff, p."""
+    Returns a long frame: set, part, a, b, metric, n, diff, p, differ (the queries whose two values differ: a part
+    of exactly 0 may be no change at all, or gains and losses that cancel)."""
     import pandas as pd
 
     from toolkit.significance import compared
@@ -334,8 +335,8 @@ def decomposition(per_query: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
                     continue
                 t = compared(part, {q: va[q] for q in qs}, {q: vb[q] for q in qs})
                 rows.append({"set": label, "part": part, "a": a, "b": b, "metric": metric, "n": t["n"],
-                             "diff": t["diff"], "p": t["p"]})
-    return pd.DataFrame(rows, columns=["set", "part", "a", "b", "metric", "n", "diff", "p"])
+                             "diff": t["diff"], "p": t["p"], "differ": sum(va[q] != vb[q] for q in qs)})
+    return pd.DataFrame(rows, columns=["set", "part", "a", "b", "metric", "n", "diff", "p", "differ"])
 
 
 def _diff_p(r, with_n: bool = False) -> str:
@@ -382,6 +383,9 @@ def decomposition_text(records, metric: str = "ndcg@5") -> str:
                       f"{cell(p['+ training on feedback'])})")
         if "loop part" in p:
             s += f" + loop part {cell(p['loop part'])}"
+            if p["loop part"].get("differ") == 0:
+                s += (f" (no query's {metric} changed: the refinements moved no gold API within, into or out of "
+                      f"the top {metric.split('@')[-1]})")
         if "loop on ToolRetriever" in p:
             s += (f"; the loop alone on ToolRetriever {cell(p['loop on ToolRetriever'])} "
                   f"(n = {int(p['loop on ToolRetriever']['n'])})")

@@ -27,7 +27,7 @@ from pathlib import Path
 _lock = threading.Lock()
 _inputs: dict[str, dict] = {}
 _llm: dict[tuple, dict] = {}
-_hashes: dict[tuple, str] = {}        # (path, size, mtime_ns) -> sha256: a file read many times is hashed once
+_hashes: dict[tuple, str | None] = {}   # (path, size, mtime_ns[, field]) -> sha256: a file read many times is hashed once
 
 
 def _repo() -> Path:
@@ -60,14 +60,18 @@ def _field(doc, field: str):
 
 
 def field_sha256(path: Path, field: str) -> str | None:
-    """sha256 of the canonical JSON of ``path``'s ``field``; None when the file is not JSON or lacks the field."""
+    """sha256 of the canonical JSON of ``path``'s ``field``; None when the file is not JSON or lacks the field.
+    Cached as :func:`sha256` is (a results file is parsed once per version, not at every save and check)."""
     try:
-        value = _field(json.loads(Path(path).read_text()), field)
+        st = Path(path).stat()
+        key = (str(path), st.st_size, st.st_mtime_ns, field)
+        if key not in _hashes:
+            value = _field(json.loads(Path(path).read_text()), field)
+            _hashes[key] = None if value is _MISSING else hashlib.sha256(
+                json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     except (OSError, json.JSONDecodeError):
         return None
-    if value is _MISSING:
-        return None
-    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return _hashes[key]
 
 
 def _digest(path: Path, field: str | None) -> str | None:

@@ -27,6 +27,7 @@ from pathlib import Path
 _lock = threading.Lock()
 _inputs: dict[str, dict] = {}
 _llm: dict[tuple, dict] = {}
+_uncommitted: dict[str, int] = {}      # embedding namespace -> texts looked up that no committed shard holds
 _hashes: dict[tuple, str | None] = {}   # (path, size, mtime_ns[, field]) -> sha256: a file read many times is hashed once
 
 
@@ -151,6 +152,20 @@ def record_llm(namespace: str, model: str, backend: str, mode: str, from_env: bo
                                               "from_env": bool(from_env)}
 
 
+def record_uncommitted_vectors(namespace: str, n: int) -> None:
+    """Note ``n`` distinct texts whose vectors (embedding namespace ``namespace``) this run looked up and the
+    committed layer does not hold: on a fresh clone each would be encoded, so a standard replay must record none."""
+    with _lock:
+        _uncommitted[namespace] = _uncommitted.get(namespace, 0) + int(n)
+
+
+def uncommitted_vectors() -> dict[str, int]:
+    """{embedding namespace: texts looked up that no committed shard holds} for this run (every namespace looked up
+    is listed, 0 when all were committed)."""
+    with _lock:
+        return dict(sorted(_uncommitted.items()))
+
+
 def inputs() -> list[dict]:
     """Every input recorded so far with its sha256 as the file is now (a run that appended to a cache it read, a
     live generation, records the file it leaves behind)."""
@@ -172,6 +187,7 @@ def reset() -> None:
     with _lock:
         _inputs.clear()
         _llm.clear()
+        _uncommitted.clear()
 
 
 def problems(recorded: list[dict] | None, llm: list[dict] | None = None, root: Path | None = None) -> list[str]:

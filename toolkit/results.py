@@ -97,7 +97,9 @@ class Recorder:
                    "versions": versions(), "git_revision": git_revision(),
                    "seconds": round(time.time() - self.started, 1), "cells": self.cells, **self.extra,
                    # what the numbers rest on: committed inputs with their sha256, and the LLM backends (check verifies)
-                   "inputs": provenance.inputs(), "llm": provenance.llm_clients()}
+                   "inputs": provenance.inputs(), "llm": provenance.llm_clients(),
+                   # texts whose vectors no committed shard holds (a fresh clone encodes them): 0 under standard
+                   "embeddings_not_committed": provenance.uncommitted_vectors()}
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
         tmp.replace(self.path)

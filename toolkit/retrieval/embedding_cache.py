@@ -240,8 +240,14 @@ def encode(model_name: str, texts: list[str], batch_size: int = 64, normalize: b
     _log_lookup(store.dir.name, keys)
     layers = [store] + [c for c in [committed_store(model_name, normalize) if root is None else None] if c]
     hit, _ = store.lookup(keys)
+    committed_hit = np.zeros(len(keys), bool)
     for layer in layers[1:]:
-        hit |= layer.lookup(keys)[0]
+        committed_hit |= layer.lookup(keys)[0]
+    hit |= committed_hit
+    if root is None:
+        # what a fresh clone would have to encode (this machine's cache may hold it): a standard replay records 0
+        from toolkit import provenance
+        provenance.record_uncommitted_vectors(store.dir.name, len(np.unique(keys[~committed_hit])))
     if not hit.all():
         _, first = np.unique(keys[~hit], return_index=True)
         todo = [texts[i] for i in np.flatnonzero(~hit)[np.sort(first)]]

@@ -155,8 +155,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="toolretriever-loop: the group's nested sample of N instructions (default: the profile's)")
     p.add_argument("--chunk", type=int_at_least(1), default=20,
                    help="toolretriever-loop: instructions per trace write (a killed run loses at most one chunk)")
+    p.add_argument("--slots", type=int_at_least(1), default=None,
+                   help="llama.cpp slots (instructions whose rounds decode together) instead of the profile's "
+                        "llm_slots; scripts/bench_llm_slots.py measures which is fastest (not part of a trace's name)")
     args = p.parse_args(argv)
     over = {"llm": args.llm} if args.llm else {}
+    if args.slots is not None:
+        over["llm_slots"] = args.slots
     cfg = parse_condition(fair_config(args.profile, **over) if args.fair else config_for(args.profile, **over),
                           args.condition)
     for flag, value, default in (("--n", args.n, None), ("--chunk", args.chunk, 20)):

@@ -55,9 +55,9 @@ def git_revision() -> str:
         return "unknown"
 
 
-# environment variables that change what a run reads or where it writes (recorded with the results when set)
-_ENVIRONMENT = ("TOOLKIT_LLM_CACHE", "TOOLKIT_LLM_BACKEND", "TOOLKIT_DATA", "TOOLKIT_RESULTS", "TOOLKIT_FIGURES",
-                "TOOLKIT_CACHE")
+# environment variables that change which LLM answers a run replays (recorded with the results when set; the raw
+# data directory, TOOLKIT_DATA, is not: its files are sha256-checked against data/SOURCES.json wherever they are)
+_ENVIRONMENT = ("TOOLKIT_LLM_CACHE", "TOOLKIT_LLM_BACKEND")
 
 
 def strict_json(obj):

@@ -53,13 +53,13 @@ def test_a_timing_is_checked_for_a_sane_value_not_against_the_expected_number(tm
     cells = [{"paper": "p", "table": "5", "dataset": "d", "method": "m", "metric": "seconds_per_instruction",
               "value": 6.1}, {"paper": "p", "table": "5", "dataset": "d", "method": "m", "metric": "ndcg@5",
                               "value": 0.5}]
-    (tmp_path / nb / "smoke.json").write_text(json.dumps({"cells": cells}))
+    (tmp_path / nb / "smoke.json").write_text(json.dumps({"cells": cells, "inputs": []}))
     monkeypatch.setattr(C, "EXPECTED", tmp_path / "expected")
     C.write_expected(nb, "smoke", root=tmp_path)
     cells[0]["value"] = 9.7                                 # another machine, another load: still OK
-    (tmp_path / nb / "smoke.json").write_text(json.dumps({"cells": cells}))
+    (tmp_path / nb / "smoke.json").write_text(json.dumps({"cells": cells, "inputs": []}))
     assert [s for s, *_ in C.check(nb, "smoke", root=tmp_path)] == ["OK", "OK"]
     cells[0]["value"] = float("nan")                        # not a measurement
     cells[1]["value"] = 0.6
-    (tmp_path / nb / "smoke.json").write_text(json.dumps({"cells": cells}))
+    (tmp_path / nb / "smoke.json").write_text(json.dumps({"cells": cells, "inputs": []}))
     assert [s for s, *_ in C.check(nb, "smoke", root=tmp_path)] == ["FAIL", "FAIL"]

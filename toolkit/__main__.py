@@ -33,9 +33,16 @@ def _cmd_strip(args) -> int:
     from .notebook import strip
     from .paths import NOTEBOOKS
     paths = args.paths or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    bad = 0
     for path in paths:
-        print(f"{path}: {'stripped' if strip(path) else 'clean'}")
-    return 0
+        try:       # a damaged notebook is named with the fix; the others are still stripped
+            print(f"{path}: {'stripped' if strip(path) else 'clean'}")
+        except Exception as e:     # nbformat raises its own validation and JSON errors, OSError for a missing file
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            print(f"error: {path}: not a readable notebook ({type(e).__name__}: {first}); restore it "
+                  f"(git checkout -- {path}) or re-pair it from its .py (jupytext --sync)", file=sys.stderr)
+            bad += 1
+    return 1 if bad else 0
 
 
 def _cmd_evaluate(args) -> int:

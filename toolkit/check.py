@@ -32,13 +32,60 @@ def _key(c: dict) -> tuple:
     return tuple("" if c.get(k) is None else str(c[k]) for k in KEY)
 
 
-def result_cells(notebook: str, profile: str, root: Path | None = None) -> dict[tuple, float]:
-    path = (root or results_dir()) / notebook / f"{profile}.json"
+def results_path(notebook: str, profile: str, root: Path | None = None) -> Path:
+    return (root or results_dir()) / notebook / f"{profile}.json"
+
+
+def results_doc(notebook: str, profile: str, root: Path | None = None) -> dict:
+    """``results/<notebook>/<profile>.json`` as a dict; a missing, damaged or malformed file is an error naming it
+    and the fix (re-run the notebook, or restore the committed file)."""
+    path = results_path(notebook, profile, root)
     if not path.is_file():
         raise FileNotFoundError(f"no {profile} run of {notebook}: {path} is missing "
                                 f"(python -m toolkit run {notebook} --profile {profile})")
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    return {_key(c): float(c["value"]) for c in doc.get("cells", [])}
+    fix = f"re-run it (python -m toolkit run {notebook} --profile {profile}) or restore it (git checkout -- {path})"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not JSON ({e}); {fix}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: a results file is a JSON object, this one is a {type(doc).__name__}; {fix}")
+    if not isinstance(doc.get("cells", []), list):
+        raise ValueError(f"{path}: 'cells' must be a list, got {type(doc['cells']).__name__}; {fix}")
+    for i, c in enumerate(doc.get("cells", []), 1):
+        if not isinstance(c, dict) or any(k not in c for k in (*KEY, "value")):
+            raise ValueError(f"{path}: cell #{i} needs {', '.join(KEY)} and value, got {str(c)[:80]}; {fix}")
+        v = c["value"]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ValueError(f"{path}: cell #{i} ({' / '.join(str(c[k]) for k in KEY)}) has value {v!r}, not a "
+                             f"number or null; {fix}")
+    return doc
+
+
+def _value(c: dict) -> float:
+    """A cell's value; null (how :meth:`toolkit.results.Recorder.save` writes NaN, strict JSON) is NaN."""
+    return float("nan") if c["value"] is None else float(c["value"])
+
+
+def result_cells(notebook: str, profile: str, root: Path | None = None) -> dict[tuple, float]:
+    """``{key: value}`` of the results file's cells (the first of a duplicated key, as ``compare`` reads it;
+    :func:`check` reports the duplicate)."""
+    out: dict[tuple, float] = {}
+    for c in results_doc(notebook, profile, root).get("cells", []):
+        out.setdefault(_key(c), _value(c))
+    return out
+
+
+def _cells_by_key(doc: dict) -> tuple[dict[tuple, dict], list[tuple]]:
+    """(first cell of each key, keys that appear more than once)."""
+    first, dups = {}, []
+    for c in doc.get("cells", []):
+        k = _key(c)
+        if k in first:
+            dups.append(k)
+        else:
+            first[k] = c
+    return first, dups
 
 
 def expected_path(notebook: str, profile: str) -> Path:
@@ -46,18 +93,31 @@ def expected_path(notebook: str, profile: str) -> Path:
 
 
 def write_expected(notebook: str, profile: str, root: Path | None = None) -> Path:
-    cells = result_cells(notebook, profile, root)
-    rows = [dict(zip(KEY, k), value=round(v, 10)) for k, v in cells.items()]
+    """Write ``data/expected/<notebook>/<profile>.yaml`` from the results: every cell's value, and the committed
+    inputs the run recorded (``inputs``: a later run must record them too). Refused, naming the problem, when the
+    results cannot be trusted: a duplicated cell, an INPUT problem (:func:`input_problems`) or a ``.failed`` marker
+    (the results file is then the previous good run's, not the last run's)."""
+    doc = results_doc(notebook, profile, root)
+    path = results_path(notebook, profile, root)
+    marker = path.with_suffix(".failed")
+    why = ([f"the last {profile} run failed ({marker})"] if marker.is_file() else []) + \
+        [f"cell {' / '.join(k)} appears more than once" for k in _cells_by_key(doc)[1]] + \
+        input_problems(notebook, profile, root, expected=False)
+    if why:
+        raise ValueError(f"{notebook} ({profile}): expected values not written from {path}: " + "; ".join(why)
+                         + f"; fix it and re-run the notebook (python -m toolkit run {notebook} --profile {profile})")
+    rows = [dict(zip(KEY, k), value=round(v, 10)) for k, v in result_cells(notebook, profile, root).items()]
+    inputs = sorted(f"{r['path']}#{r['field']}" if r.get("field") else r["path"] for r in doc.get("inputs") or [])
     path = expected_path(notebook, profile)
     path.parent.mkdir(parents=True, exist_ok=True)
     head = (f"# Expected values of {notebook} ({profile} profile), written by `python -m toolkit check --profile "
             f"{profile} --write`.\n# Review changes to this file like code: each one is a number our run moved.\n")
-    path.write_text(head + yaml.safe_dump({"notebook": notebook, "profile": profile, "cells": rows},
+    path.write_text(head + yaml.safe_dump({"notebook": notebook, "profile": profile, "inputs": inputs, "cells": rows},
                                           sort_keys=False, allow_unicode=True, width=200))
     return path
 
 
-def read_expected(notebook: str, profile: str) -> dict[tuple, float]:
+def _expected_doc(notebook: str, profile: str) -> tuple[Path, dict]:
     path = expected_path(notebook, profile)
     if not path.is_file():
         raise FileNotFoundError(f"no expected values {path}; write them with "
@@ -69,50 +129,92 @@ def read_expected(notebook: str, profile: str) -> dict[tuple, float]:
                          f"rewrite it with --write") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cells", []), list):
         raise ValueError(f"{path}: expected a mapping with a 'cells' list")
-    out = {}
+    if not isinstance(doc.get("inputs", []), list) or not all(isinstance(x, str) for x in doc.get("inputs", [])):
+        raise ValueError(f"{path}: 'inputs' must be a list of paths (data/...), got {doc.get('inputs')!r}")
+    return path, doc
+
+
+def read_expected(notebook: str, profile: str) -> dict[tuple, float]:
+    path, doc = _expected_doc(notebook, profile)
+    out, where = {}, {}
     for i, c in enumerate(doc.get("cells", []), 1):
         if not isinstance(c, dict) or "value" not in c:
             raise ValueError(f"{path}: cell #{i} needs {', '.join(KEY)} and value")
         v = c["value"]
+        label = " / ".join(str(c.get(k, "")) for k in KEY)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"{path}: cell #{i} ({' / '.join(str(c.get(k, '')) for k in KEY)}) has value {v!r}, "
+            raise ValueError(f"{path}: cell #{i} ({label}) has value {v!r}, "
                              "not a number (write .nan for a value the run cannot compute)")
-        out[_key(c)] = float(v)
+        k = _key(c)
+        if k in out:
+            # two copies of one cell: the last would win in silence, whichever the reviewer read
+            raise ValueError(f"{path}: cell #{i} ({label}) repeats cell #{where[k]}; keep one of them")
+        out[k], where[k] = float(v), i
     return out
 
 
-def is_timing(key: tuple) -> bool:
-    """A wall-clock measurement (metric named ``*seconds*``): it describes the machine and its load, not the
-    method, so it is checked for presence and a finite value >= 0, not against the expected number."""
+def expected_inputs(notebook: str, profile: str) -> list[str]:
+    """The committed inputs (``path`` or ``path#field``) the run that wrote the expected values recorded."""
+    return list(_expected_doc(notebook, profile)[1].get("inputs", []))
+
+
+def is_timing(key: tuple, cell: dict | None = None) -> bool:
+    """A wall-clock measurement of the run: it describes the machine and its load, not the method, so it is checked
+    for presence and a finite value >= 0, not against the expected number. The results cell says so (``"timing"``,
+    :meth:`toolkit.results.Recorder.add`): seconds replayed from a committed input are a result, checked exactly;
+    a cell that does not say is a timing when its metric is named ``*seconds*``."""
+    if cell is not None and "timing" in cell:
+        return bool(cell["timing"])
     return "seconds" in key[KEY.index("metric")]
 
 
 def check(notebook: str, profile: str, tolerance: float = 1e-6, root: Path | None = None) -> list[tuple]:
     """``[(status, key, expected, ours)]`` with status OK, FAIL (drift; for a timing: not a finite value
-    >= 0), MISSING (expected, not produced) or NEW (produced, not expected)."""
-    exp, ours = read_expected(notebook, profile), result_cells(notebook, profile, root)
+    >= 0), MISSING (expected, not produced), NEW (produced, not expected) or DUPLICATE (a key the results file
+    holds twice: ``compare`` would show one copy and the check validate another)."""
+    exp = read_expected(notebook, profile)
+    cells, dups = _cells_by_key(results_doc(notebook, profile, root))
+    ours = {k: _value(c) for k, c in cells.items()}
     out = []
     for k, e in exp.items():
         if k not in ours:
             out.append(("MISSING", k, e, None))
             continue
         o = ours[k]
-        if is_timing(k):
+        if is_timing(k, cells[k]):
             same = math.isfinite(o) and o >= 0
         else:
             same = (math.isnan(e) and math.isnan(o)) or abs(o - e) <= tolerance
         out.append(("OK" if same else "FAIL", k, e, o))
     out += [("NEW", k, None, v) for k, v in ours.items() if k not in exp]
+    out += [("DUPLICATE", k, None, ours[k]) for k in dict.fromkeys(dups)]
     return out
 
 
-def input_problems(notebook: str, profile: str, root: Path | None = None) -> list[str]:
+def input_problems(notebook: str, profile: str, root: Path | None = None, expected: bool = True) -> list[str]:
     """:func:`toolkit.provenance.problems` of the inputs and LLM clients ``results/<notebook>/<profile>.json``
-    recorded (a run from before inputs were recorded has none to verify)."""
+    recorded, and what it failed to record: no ``inputs`` field at all (every run writes one), or (``expected``)
+    an input the expected values' run recorded (``inputs`` of the expected YAML) that this run did not: a notebook
+    that replays committed files must name them, else a run that read none of them passes."""
     from .provenance import problems
-    path = (root or results_dir()) / notebook / f"{profile}.json"
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    return problems(doc.get("inputs"), doc.get("llm"))
+    doc = results_doc(notebook, profile, root)
+    path = results_path(notebook, profile, root)
+    if "inputs" not in doc or not isinstance(doc["inputs"], list):
+        return [f"{path}: no 'inputs' list (the committed files the run read); re-run the notebook "
+                f"(python -m toolkit run {notebook} --profile {profile})"]
+    bad = [r for r in doc["inputs"] if not isinstance(r, dict) or not isinstance(r.get("path"), str)]
+    if bad:
+        return [f"{path}: 'inputs' holds {str(bad[0])[:60]}, not a recorded input; re-run the notebook"]
+    out = problems(doc["inputs"], doc.get("llm"))
+    if expected and expected_path(notebook, profile).is_file():
+        have = {f"{r['path']}#{r['field']}" if r.get("field") else r["path"] for r in doc["inputs"]}
+        lost = [x for x in expected_inputs(notebook, profile) if x not in have]
+        if lost:
+            out.append(f"{path}: the run did not record {len(lost)} input(s) the expected values rest on "
+                       f"({expected_path(notebook, profile)}), first {lost[0]}; re-run the notebook (an emptied "
+                       "cache directory or TOOLKIT_LLM_CACHE?), or, if it no longer reads them, rewrite the expected "
+                       "values with --write")
+    return out
 
 
 def notebooks_with_expected(profile: str) -> list[str]:
@@ -154,15 +256,26 @@ def run(args, stream=None) -> int:
         if run_notebooks(names, args.profile, stream=stream):
             return 1
     if args.write:
+        failed = 0
         for nb in names:
-            print(f"wrote {write_expected(nb, args.profile)}", file=stream)
-        return 0
+            try:
+                print(f"wrote {write_expected(nb, args.profile)}", file=stream)
+            except (ValueError, FileNotFoundError) as e:
+                print(f"{'REFUSED':<8}{nb}: {e}", file=stream)
+                failed += 1
+        return 1 if failed else 0
     bad = 0
     for nb in names:
-        rows = check(nb, args.profile, args.tolerance)
+        try:     # one damaged or missing results file is reported by name; the other notebooks are still checked
+            rows = check(nb, args.profile, args.tolerance)
+            inputs = input_problems(nb, args.profile)
+        except (ValueError, FileNotFoundError, OSError) as e:
+            print(f"{'ERROR':<8}{nb}: {e}", file=stream)
+            bad += 1
+            continue
         nbad = sum(s != "OK" for s, *_ in rows)
         # the committed inputs the run read (sha256) and its LLM backends: a number is only as good as what it read
-        for msg in input_problems(nb, args.profile):
+        for msg in inputs:
             print(f"{'INPUT':<8}{nb}: {msg}", file=stream)
             nbad += 1
         marker = results_dir() / nb / f"{args.profile}.failed"
@@ -175,8 +288,9 @@ def run(args, stream=None) -> int:
             if status == "OK" and args.quiet:
                 continue
             label = " / ".join(k for k in key if k)
-            detail = "" if status == "OK" else (f"  expected {e}, got {o}" + (f" (diff {o - e:+.3g})" if status == "FAIL"
-                                                                                else ""))
+            detail = ("  appears more than once in the results; compare shows the first copy: re-run the notebook"
+                      if status == "DUPLICATE" else "" if status == "OK" else
+                      f"  expected {e}, got {o}" + (f" (diff {o - e:+.3g})" if status == "FAIL" else ""))
             print(f"{status:<8}{nb}: {label}{detail}", file=stream)
         print(f"{nb} ({args.profile}): {len(rows) - nbad} OK, {nbad} not OK", file=stream)
     for nb in unchecked:

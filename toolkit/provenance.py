@@ -28,6 +28,7 @@ _lock = threading.Lock()
 _inputs: dict[str, dict] = {}
 _llm: dict[tuple, dict] = {}
 _uncommitted: dict[str, int] = {}      # embedding namespace -> texts looked up that no committed shard holds
+_problems: dict[str, None] = {}          # what this run lacked (a replay cache the environment emptied), in order
 _hashes: dict[tuple, str | None] = {}   # (path, size, mtime_ns[, field]) -> sha256: a file read many times is hashed once
 
 
@@ -134,6 +135,14 @@ def read_json_field(path: str | Path, field: str, kind: str = "", fix: str = "")
     return value
 
 
+def record_problem(message: str) -> None:
+    """Note something this run lacked that makes its numbers no results (e.g. the replayed LLM answers of a cache
+    directory ``TOOLKIT_LLM_CACHE`` points at, which does not hold the file): :func:`run_problems` lists it, so
+    :meth:`toolkit.results.Recorder.save` refuses to save, and the message names the file or variable and the fix."""
+    with _lock:
+        _problems[message] = None
+
+
 def run_problems() -> list[str]:
     """What makes this run's numbers untrustworthy as it stands: an input with skipped damaged records, an LLM client
     the environment switched to echo. :class:`toolkit.results.Recorder` refuses to save results while any holds."""
@@ -141,7 +150,9 @@ def run_problems() -> list[str]:
         ins, llm = [dict(v) for v in _inputs.values()], [dict(v) for v in _llm.values()]
     out = [f"{r['path']}: {len(r['damaged'])} damaged record(s) skipped (first: {r['damaged'][0]}); restore the file "
            f"(git checkout -- {r['path']}) or regenerate the damaged records" for r in ins if r.get("damaged")]
-    return out + [m for m in problems([], llm)]
+    with _lock:
+        lacked = list(_problems)
+    return out + lacked + [m for m in problems([], llm)]
 
 
 def record_llm(namespace: str, model: str, backend: str, mode: str, from_env: bool) -> None:
@@ -188,6 +199,7 @@ def reset() -> None:
         _inputs.clear()
         _llm.clear()
         _uncommitted.clear()
+        _problems.clear()
 
 
 def problems(recorded: list[dict] | None, llm: list[dict] | None = None, root: Path | None = None) -> list[str]:

@@ -11,6 +11,8 @@ paper numbers in ``data/paper_numbers/`` — so ``python -m toolkit compare`` ca
 from __future__ import annotations
 
 import json
+import math
+import os
 import platform
 import subprocess
 import time
@@ -53,6 +55,29 @@ def git_revision() -> str:
         return "unknown"
 
 
+# environment variables that change which LLM answers a run replays (recorded with the results when set; the raw
+# data directory, TOOLKIT_DATA, is not: its files are sha256-checked against data/SOURCES.json wherever they are)
+_ENVIRONMENT = ("TOOLKIT_LLM_CACHE", "TOOLKIT_LLM_BACKEND")
+
+
+def strict_json(obj):
+    """``obj`` with every non-finite float (NaN: a value the run could not compute, e.g. a mean over no
+    instruction; +-inf) replaced by None, written as ``null``: strict JSON, which :func:`toolkit.check.results_doc`
+    reads back as NaN for a cell's value."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):     # numpy scalars
+        try:
+            return strict_json(obj.item())
+        except (TypeError, ValueError):
+            return obj
+    return obj
+
+
 @dataclass
 class Recorder:
     notebook: str
@@ -66,9 +91,12 @@ class Recorder:
         check_profile(self.profile)
 
     def add(self, *, paper: str, table: str, dataset: str, method: str, metric: str, value: float,
-            n_queries: int | None = None, note: str = "", ours_only: bool = False) -> None:
+            n_queries: int | None = None, note: str = "", ours_only: bool = False, timing: bool | None = None) -> None:
         """One result cell under the paper's key. ``ours_only``: a row the paper has no counterpart for
-        (e.g. our second LLM backbone in a table of backbones); ``compare`` lists it apart from naming slips."""
+        (e.g. our second LLM backbone in a table of backbones); ``compare`` lists it apart from naming slips.
+        ``timing``: the value is a wall-clock measurement of this run (``check`` only asks it to be finite and >= 0),
+        or, False, a number replayed from a committed input that merely counts seconds (checked like any result);
+        None: a metric named ``*seconds*`` is a timing (:func:`toolkit.check.is_timing`)."""
         key = (paper, str(table), dataset, method, metric)
         if any((c["paper"], c["table"], c["dataset"], c["method"], c["metric"]) == key for c in self.cells):
             raise ValueError(f"cell {key} recorded twice")
@@ -76,6 +104,8 @@ class Recorder:
                            "metric": metric, "value": float(value), "n_queries": n_queries, "note": note})
         if ours_only:
             self.cells[-1]["ours_only"] = True
+        if timing is not None:
+            self.cells[-1]["timing"] = bool(timing)
 
     @property
     def path(self) -> Path:
@@ -100,7 +130,11 @@ class Recorder:
                    "inputs": provenance.inputs(), "llm": provenance.llm_clients(),
                    # texts whose vectors no committed shard holds (a fresh clone encodes them): 0 under standard
                    "embeddings_not_committed": provenance.uncommitted_vectors()}
+        env = {k: os.environ[k] for k in _ENVIRONMENT if os.environ.get(k)}
+        if env:     # a variable that moved what the run read or wrote: the results say so
+            payload["environment"] = env
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
+        # strict JSON (RFC 8259 has no NaN/Infinity; jq, browsers and json.loads(parse_constant=...) reject them)
+        tmp.write_text(json.dumps(strict_json(payload), indent=1, sort_keys=False, allow_nan=False) + "\n")
         tmp.replace(self.path)
         return self.path

@@ -192,6 +192,9 @@ def load_meta(path: Path) -> dict:
                          f"it with its trace {path.name} and rerun the stage") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{p}: the trace's meta file must hold a JSON object, got {type(meta).__name__}")
+    # its wall_s, sizes and models are replayed into the results (Table 5's machine time): an input like the trace
+    from toolkit import provenance
+    provenance.record_input(p, kind="feedback trace meta")
     return meta
 
 

@@ -81,12 +81,16 @@ def improve(values: pd.DataFrame, ours: str = "Ours", best_previous: str = "Tool
 
 
 def record_retrieval(rec, values: pd.DataFrame, table: str, notes: dict[str, str] | None = None) -> None:
-    """Cells of Tables 2/3 (our values as fractions); rows on an LLM sample carry its size in the note."""
+    """Cells of Tables 2/3 (our values as fractions); rows on an LLM sample carry its size in the note.
+    Table 5's ``seconds_per_instruction`` is the LLM seconds stored in the trace's lines: replayed from a committed
+    trace it is a result (checked exactly: an edited trace is a changed number); only the smoke profile, whose traces
+    are scratch files made by the run (``data/feedback_traces/smoke-*``, not committed), measures it anew."""
     notes = notes or {}
     for r in values.itertuples():
         note = notes.get(r.method) or (r.note if isinstance(getattr(r, "note", None), str) else "")
         rec.add(paper=PAPER, table=table, dataset=KEY[r.set], method=r.method, metric=r.metric, value=r.value,
-                n_queries=int(r.n), note=note, ours_only=bool(getattr(r, "ours_only", False)))
+                n_queries=int(r.n), note=note, ours_only=bool(getattr(r, "ours_only", False)),
+                timing=(rec.profile == "smoke") if r.metric == "seconds_per_instruction" else None)
 
 
 def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | None = None) -> list[str]:

@@ -29,7 +29,9 @@ or, for a chat that continues a stored chat (the same messages, then more turns:
 Records needed by an answer are written together with it in a single ``write`` on a file opened in
 append mode, under an exclusive ``flock``, and flushed to disk before the next answer is accepted.
 A run killed at any moment therefore loses at most the answers in flight; a partly written last
-line is ignored when the file is read back (and the next append starts on a fresh line). Hashes
+line is ignored when a writer reads the file back (and the next append starts on a fresh line). A replay
+(``readonly``) reads under a shared lock, so a last line without its newline is a cut file: a damaged record, which
+``verify`` reports and a results file refuses (:func:`toolkit.provenance.run_problems`). Hashes
 are the first 16 hex digits of the sha256 of the record's canonical JSON.
 """
 from __future__ import annotations
@@ -137,12 +139,20 @@ class ResponseCache:
         if not self.path.is_file():
             return
         with open(self.path, "rb") as f:
+            if self.readonly:
+                # writers append whole records under LOCK_EX: under LOCK_SH a line without its newline is not one
+                # in flight but a cut one (a truncated committed file), damage to report, not a tail to re-read
+                fcntl.flock(f.fileno(), fcntl.LOCK_SH)
             f.seek(self._offset)
             data = f.read()
         if not data:
             return
-        end = data.rfind(b"\n") + 1       # only complete lines; a partial tail is re-read later
-        for raw in data[:end].split(b"\n")[:-1]:
+        end = data.rfind(b"\n") + 1       # only complete lines; a writer's partial tail is re-read later
+        lines = data[:end].split(b"\n")[:-1]
+        if self.readonly and end < len(data):
+            lines.append(data[end:])
+            end = len(data)
+        for raw in lines:
             self._line += 1
             if not raw.strip():
                 continue
@@ -154,6 +164,8 @@ class ResponseCache:
                 # a line cut by a killed writer, or a damaged record: skip it, say where, serve the rest
                 self.skipped_lines += 1
                 why = "not JSON" if isinstance(e, json.JSONDecodeError) else f"bad record ({type(e).__name__}: {e})"
+                if not raw.endswith(b"}") and raw is lines[-1] and self.readonly:
+                    why = "its last line is cut (no newline at the end of the file)"
                 self.damaged.append(f"{self.path}:{self._line}: {why}")
                 log.warning("LLM cache %s:%d: skipped a damaged line (%s)", self.path, self._line, why)
         self._offset += end

@@ -72,6 +72,19 @@ class LLMClient:
         with self._lock:
             if ns not in self._caches:
                 self._caches[ns] = ResponseCache(self.cache_root, ns, self.model_id, readonly=self.mode == "replay")
+                env = os.environ.get("TOOLKIT_LLM_CACHE")
+                if (self.mode == "replay" and env and self.cache_root == Path(env).expanduser()
+                        and not self._caches[ns].path.is_file()):
+                    # the variable moved the replay away from the committed caches to a directory without this
+                    # file: every answer would be missing and its rows pending, in an "ok" run
+                    from toolkit import provenance
+                    from toolkit.paths import portable
+                    committed = ResponseCache.path_for(paths.PROJECT_DATA / "llm_cache", ns, self.model_id)
+                    provenance.record_problem(
+                        f"TOOLKIT_LLM_CACHE={env!r} holds no {ns}/{self._caches[ns].path.name} to replay "
+                        f"(namespace {ns!r}, model {self.model_id!r}): its answers are missing; unset "
+                        f"TOOLKIT_LLM_CACHE to replay the committed {portable(committed)}, or fill the directory "
+                        "with python -m toolkit llm generate")
             return self._caches[ns]
 
     def describe(self) -> dict:

@@ -116,8 +116,11 @@ def save(path: Path, ids: Mapping[str, Sequence[str]], samples: Mapping[str, Seq
     tmp.replace(path)
 
 
-def load(path: Path) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dict[str, np.ndarray]], dict]:
-    """(ids, samples, {model: {subset: float32 matrix}}, meta); a damaged file is an error naming it."""
+def load(path: Path, record: bool = True
+         ) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dict[str, np.ndarray]], dict]:
+    """(ids, samples, {model: {subset: float32 matrix}}, meta); a damaged file is an error naming it. ``record``: note
+    the file as an input of this run (:func:`toolkit.provenance.record_input`; its sha256 goes into the results, so
+    ``check`` sees an edit), as every loader of a committed, replayable file does."""
     try:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             doc = json.load(f)
@@ -129,6 +132,10 @@ def load(path: Path) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[s
                          f"with git checkout, or delete it to score again") from None
     if doc.get("version") != VERSION:
         raise ValueError(f"{path}: version {doc.get('version')!r}, this code reads {VERSION}")
+    if record:
+        from toolkit import provenance
+        provenance.record_input(path, records=sum(len(v) for v in samples.values()) * len(scores),
+                                kind="reranker-alone score file")
     return ids, samples, scores, doc.get("meta", {})
 
 

@@ -64,6 +64,8 @@ class Recorder:
 
     def __post_init__(self) -> None:
         check_profile(self.profile)
+        from . import runs
+        runs.activate(self)          # the runs the evaluation points hand to toolkit.runs.keep are saved with us
 
     def add(self, *, paper: str, table: str, dataset: str, method: str, metric: str, value: float,
             n_queries: int | None = None, note: str = "", ours_only: bool = False) -> None:
@@ -101,4 +103,6 @@ class Recorder:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
         tmp.replace(self.path)
+        from . import runs
+        runs.write(self)             # results/<notebook>/runs/<profile>/: TREC runs and per-query metrics
         return self.path

@@ -1,4 +1,4 @@
-"""What a notebook records: ``results/<notebook>/<profile>.json`` (DESIGN §8).
+"""What a notebook records: ``results/<notebook>/<profile>.json``.
 
 >>> rec = Recorder("01_baselines", profile="smoke", parameters={...})
 >>> rec.add(paper="reinvoke", table="1", dataset="toole-single", method="BM25", metric="ndcg@5",

@@ -1,4 +1,4 @@
-"""The head-to-head benchmark of notebook ``50_headtohead`` (issue 51; DESIGN §7): every method through the one
+"""The head-to-head benchmark of notebook ``50_headtohead``: every method through the one
 interface (:mod:`toolkit.methods.base`) on one query set, with its costs.
 
 - **Sets.** In-domain: the StableToolBench groups I1 / I2 / I3 over the whole 16,427-API ToolBench library;

@@ -88,6 +88,19 @@ class Recorder:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
+    def sweep_figures(self) -> list[str]:
+        """The figure files of this profile this run wrote (``figures/<notebook>/*_<profile>.*``, modified since the
+        Recorder was created), in name order; this profile's other figure files are stale (an earlier run made
+        them, this one does not) and are deleted, so every figure in the tree is one the current code makes."""
+        d = figures_dir() / self.notebook
+        made = []
+        for f in sorted(d.glob(f"*_{self.profile}.*")) if d.is_dir() else []:
+            if f.stat().st_mtime >= self.started - 1:
+                made.append(f.name)
+            else:
+                f.unlink()
+        return made
+
     def save(self) -> Path:
         bad = provenance.run_problems()
         if bad:
@@ -95,6 +108,7 @@ class Recorder:
             raise ValueError(f"{self.notebook} ({self.profile}): results not saved, the run read damaged or wrong "
                              "inputs:\n  " + "\n  ".join(bad))
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.extra["figures"] = self.sweep_figures()
         payload = {"notebook": self.notebook, "profile": self.profile, "parameters": self.parameters,
                    "versions": versions(), "git_revision": git_revision(),
                    "seconds": round(time.time() - self.started, 1), "cells": self.cells, **self.extra,

@@ -31,8 +31,11 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_strip(args) -> int:
-    from .notebook import strip
+    from .notebook import strip, strip_text
     from .paths import NOTEBOOKS
+    if args.stdin:                                # git's clean filter: notebook JSON in, stripped JSON out
+        sys.stdout.write(strip_text(sys.stdin.read()))
+        return 0
     paths = args.paths or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
     for path in paths:
         print(f"{path}: {'stripped' if strip(path) else 'clean'}")
@@ -164,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("strip-notebooks", help="remove outputs from notebooks/*.ipynb, set the project's kernel")
     p.add_argument("paths", nargs="*", help="notebooks (default: notebooks/[0-9]*.ipynb)")
+    p.add_argument("--stdin", action="store_true", help="read one notebook on stdin, write it stripped to stdout "
+                   "(the git clean filter make env installs)")
     p.set_defaults(func=_cmd_strip)
 
     p = sub.add_parser("evaluate", help="evaluate a retriever on a dataset")

@@ -16,7 +16,9 @@ results (never for a run whose results are not saved). Outside a notebook (no Re
 >>> run = read_run("results/01_baselines/runs/standard/toole-single/BM25.trec.gz")   # {qid: {doc_id: score}}
 >>> import pytrec_eval; pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5"}).evaluate(run)
 
-``python -m toolkit runs`` lists what is saved.
+``python -m toolkit runs`` lists what is saved. Depth: the top :data:`DEPTH` (100) documents per query, the top
+:data:`DEPTH_LARGE` (20) in a run of more than :data:`LARGE` queries; scores are written as their float32 value
+(9 significant digits), the precision trec_eval compares them at, so the saved run ranks exactly as the evaluated one.
 """
 from __future__ import annotations
 
@@ -28,9 +30,13 @@ import shutil
 from pathlib import Path
 from typing import Iterable, Mapping
 
+import numpy as np
+
 from .paths import results_dir
 
-DEPTH = 100                                   # documents kept per query
+DEPTH = 100                                   # documents kept per query ...
+LARGE, DEPTH_LARGE = 2_000, 20                # ... and in a run of more queries (ToolE's 20,550): twice the deepest
+                                              # table cut-off (10), so a run stays a few MB
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "recall@5", "recall@10", "recall@100")
 _ACTIVE: list = []                            # the Recorder of the running notebook (at most one)
 
@@ -82,9 +88,18 @@ def _gzip_bytes(text: str) -> bytes:
     return buf.getvalue()
 
 
+def depth_for(n_queries: int) -> int:
+    return DEPTH if n_queries <= LARGE else DEPTH_LARGE
+
+
+def score_text(score: float) -> str:
+    """A score as its float32 value, 9 significant digits (which round-trip a float32): ``0.5`` -> ``"0.5"``."""
+    return format(float(np.float32(score)), ".9g")
+
+
 def trec_lines(run: Mapping[str, Mapping[str, float]], tag: str, depth: int = DEPTH) -> list[str]:
     """``qid Q0 doc_id rank score tag`` lines, the first ``depth`` documents of each query in
-    :func:`toolkit.metrics.rank`'s order (trec_eval's); scores as Python's shortest round-trip repr."""
+    :func:`toolkit.metrics.rank`'s order (trec_eval's), scores by :func:`score_text`."""
     from .metrics import rank
     out = []
     tag = slug(tag)
@@ -94,7 +109,7 @@ def trec_lines(run: Mapping[str, Mapping[str, float]], tag: str, depth: int = DE
             if any(c.isspace() for c in f"{qid}{doc}"):
                 raise ValueError(f"run {tag!r}: query {qid!r} / document {doc!r} contains whitespace, which the "
                                  "TREC run format cannot hold; rename the ids")
-            out.append(f"{qid} Q0 {doc} {i} {float(scores[doc])!r} {tag}")
+            out.append(f"{qid} Q0 {doc} {i} {score_text(scores[doc])} {tag}")
     return out
 
 
@@ -119,12 +134,13 @@ def write(recorder) -> list[Path]:
         used.add(base)
         (root / base.parent).mkdir(parents=True, exist_ok=True)
         run_path, pq_path = root / f"{base}.trec.gz", root / f"{base}.metrics.tsv.gz"
-        run_path.write_bytes(_gzip_bytes("\n".join(trec_lines(item["run"], method)) + "\n"))
+        depth = depth_for(len(item["qrels"]))
+        run_path.write_bytes(_gzip_bytes("\n".join(trec_lines(item["run"], method, depth)) + "\n"))
         pq = evaluate(item["run"], item["qrels"], list(item["metrics"]), per_query=True, ties=item["ties"])
         rows = ["qid\tmetric\tvalue"] + [f"{q}\t{m}\t{v!r}" for m, vals in pq.items() for q, v in vals.items()]
         pq_path.write_bytes(_gzip_bytes("\n".join(rows) + "\n"))
         index.append({"dataset": dataset, "method": method, "run": str(base) + ".trec.gz",
-                      "per_query": str(base) + ".metrics.tsv.gz", "queries": len(item["qrels"]), "depth": DEPTH,
+                      "per_query": str(base) + ".metrics.tsv.gz", "queries": len(item["qrels"]), "depth": depth,
                       "ties": item["ties"], "means": {m: sum(v.values()) / len(v) for m, v in pq.items() if v}})
         written += [run_path, pq_path]
     (root / "runs.json").write_text(json.dumps({"notebook": recorder.notebook, "profile": recorder.profile,

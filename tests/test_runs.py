@@ -31,7 +31,10 @@ def test_recorder_writes_trec_runs_and_per_query_metrics(tmp_path, monkeypatch):
     [entry] = R.list_runs(tmp_path)
     assert (entry["dataset"], entry["method"], entry["queries"]) == ("tiny", "BM25 + DPR", 2)
     saved = R.read_run(entry["path"])
-    assert len(saved["q2"]) == R.DEPTH and saved["q1"] == run["q1"]
+    import numpy as np
+    assert len(saved["q2"]) == R.DEPTH                              # top 100 of 152
+    assert {d: np.float32(s) for d, s in saved["q1"].items()} == {d: np.float32(s) for d, s in run["q1"].items()}
+    assert R.depth_for(R.LARGE + 1) == R.DEPTH_LARGE
     for measure, metric in [("ndcg_cut.5", "ndcg@5"), ("recall.5", "recall@5")]:
         assert _pytrec(saved, qrels, measure) == pytest.approx(entry["means"][metric], abs=1e-12)
     pq = R.read_per_query(entry["path"].parent / entry["per_query"].split("/")[-1])

@@ -76,7 +76,7 @@ def test_committed_standard_run_reevaluates_to_its_table_cell():
     cell = next(c for c in cells if (c["paper"], c["table"], c["dataset"], c["method"], c["metric"])
                 == ("reinvoke", "1", "toole-single", "BM25", "ndcg@5"))
     assert _pytrec(saved, ds.qrels, "ndcg_cut.5") == pytest.approx(cell["value"], abs=1e-9)
-    assert entry["queries"] == cell["n_queries"] == len(saved)
+    assert entry["queries"] == cell["n_queries"] and set(saved) <= set(ds.qrels)   # a query BM25 scores nothing is absent
 
 
 def test_runs_cli_lists_them(tmp_path, monkeypatch, capsys):

@@ -13,12 +13,18 @@ EDITABLE := $(VENV)/.editable-clone
 PROFILE ?= standard
 NB ?= all
 
-.PHONY: env test test-references notebooks reproduce smoke bench datasets compare lab browser-test
+.PHONY: env git-filter test test-references notebooks reproduce smoke bench datasets compare lab browser-test
 
-env: $(STAMP)
+env: $(STAMP) git-filter
 	@if [ "$$(cat $(EDITABLE) 2>/dev/null)" != "$(CURDIR)" ]; then \
 	  echo "== installing this clone ($(CURDIR)) into $(VENV), editable"; \
 	  $(PY) -m pip install -q --no-deps --no-build-isolation -e . && echo "$(CURDIR)" > $(EDITABLE); fi
+
+# The paired notebooks/*.ipynb are stored without outputs whatever an editor saves (.gitattributes): the clean
+# filter git runs on them. In this clone's git config only; a clone without it still works (git skips the filter).
+git-filter:
+	@if git -C "$(CURDIR)" rev-parse --git-dir >/dev/null 2>&1; then \
+	  git -C "$(CURDIR)" config filter.strip-notebook-outputs.clean "$(PY) -m toolkit strip-notebooks --stdin"; fi
 
 # No file prerequisites: the path already names the hash of the requirement files, and a fresh
 # clone has newer mtimes than an existing environment.
@@ -74,6 +80,7 @@ compare: env
 
 # JupyterLab (pinned in requirements.txt) at the repository root, so notebooks/, results/ and figures/ are
 # all in reach; the notebooks open on the project's kernel (installed by `make env`). Installs nothing.
+# Lab saves notebooks/*.ipynb without outputs (toolkit.notebook.pre_save_hook); the executed copies are in results/.
 lab: env
 	$(VENV)/bin/jupyter lab --notebook-dir="$(CURDIR)" --MappingKernelManager.default_kernel_name=toolret-repro \
-	  --KernelManager.transport=ipc $(if $(filter 0,$(shell id -u)),--allow-root)
+	  --KernelManager.transport=ipc --ContentsManager.pre_save_hook=toolkit.notebook.pre_save_hook $(if $(filter 0,$(shell id -u)),--allow-root)

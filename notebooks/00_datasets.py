@@ -5,7 +5,7 @@
 # **Re-Invoke Table 5** — and the feedback paper's **Figure 2** analysis (instruction length and
 # instruction–document term overlap), with the paper's numbers beside ours.
 #
-# **Substitution protocol (DESIGN §4).** ToolBench's training queries, the gold of four official
+# **Substitution protocol** (`toolkit/data/`). ToolBench's training queries, the gold of four official
 # 100-query groups, and the per-group `corpus.tsv` files are not public. Our ToolBench test groups are
 # StableToolBench's *solvable* queries (765 in six groups, ToolBench instruction format, gold APIs); the
 # corpus is the whole ToolBench library (16,427 distinct APIs after merging 36 duplicated rows).

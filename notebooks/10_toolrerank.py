@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 10 — ToolRerank: adaptive truncation and hierarchy-aware reranking
 #
-# Reimplements ToolRerank (Zheng et al., LREC-COLING 2024; `../shared/papers/toolrerank.md`): a dual-encoder
+# Reimplements ToolRerank (Zheng et al., LREC-COLING 2024; arXiv:2403.06551): a dual-encoder
 # retriever ("DPR") → **Adaptive Truncation** (keep candidates of seen tools up to rank m_s, of unseen tools up
 # to m_u) → cross-encoder reranker → **Hierarchy-Aware Reranking** (Algorithm 1 for queries a classifier calls
 # single-tool, with an extended API list for unseen tools; Algorithm 2 for multi-tool queries), and regenerates
@@ -12,7 +12,7 @@
 # - **Data.** ToolBench's ≈170k training queries are not public, so the three models are trained on
 #   **ToolLens train** (COLT; 464 ToolBench APIs of 314 tools in 19 categories) with ToolBench's seen/unseen
 #   protocol rebuilt on it (`toolkit.toolrerank.splits`): dev = 600 training queries sampled first; then two
-#   whole categories (issue 50's fair profile: three per draw, disjoint across draws) and 10 % of the other tools
+#   whole categories (the fair profile: three per draw, disjoint across draws) and 10 % of the other tools
 #   are held out of training; the test pool is ToolLens test plus
 #   the training queries dropped for touching a held-out tool. Six subsets mirror the paper's: **I1-Inst**
 #   (one seen tool), **I2-Inst** (several seen tools of one category), **I3-Inst** (several seen tools across
@@ -37,7 +37,7 @@
 #   top 50 (the largest m of the grid). The grid search picks by dev Recall@5; because the two HAR algorithms
 #   act on disjoint queries, τ_s and (τ_m, n) are chosen separately per (m_s, m_u) — the same optimum as the
 #   full 1,323-point grid. sim(r_i, r_j) of Algorithm 2 is the DPR cosine between API documents.
-# - **Evaluation sizes and budget.** standard (issue 50's fair test, `toolkit.toolrerank.config.FAIR_STANDARD`): a seeded
+# - **Evaluation sizes and budget.** standard (the fair test, `toolkit.toolrerank.config.FAIR_STANDARD`): a seeded
 #   sample of `subset_queries` per subset (the paper: 100), `dev_queries` dev queries drawn among seen tools only, and
 #   `transfer_queries` per StableToolBench group over the whole library; every model trained one epoch (the DPR on
 #   every positive pair, the reranker on one gold API and one hard negative for each of `ce_queries` training
@@ -434,7 +434,7 @@ ours_claims.drop(columns="tests").join(paper_claims.add_suffix(" (paper)"))
 # %% [markdown]
 # ## The data or the training? This run beside the earlier weak setup
 #
-# Issue 20 asked whether the claims fail on ToolLens or only our training did. The earlier standard run
+# Do the claims fail on ToolLens, or did only our training? The earlier standard run
 # (`results/10_toolrerank/weak_setup_pool_seen.json`: one epoch per model, one gold API per training query, one hard
 # negative per query mined by the off-the-shelf MiniLM, 100 queries per subset) sits beside this run: a row that
 # changes with the training is a property of the training, not of the data.
@@ -495,7 +495,7 @@ if draws_pending:
 # ### Held-out categories: which, how many queries, Recall@5 per category
 #
 # I1-Cat and I2-Cat rest on the few categories a draw holds out (`n_heldout_categories`). `category_draw="sample"`
-# (our first runs) draws them at random, so two draws may share one; `"block"` (issue 50's fair profile) gives draw
+# (our first runs) draws them at random, so two draws may share one; `"block"` (the fair profile) gives draw
 # `s` block `s` of one fixed shuffle of the eligible categories, so the draws' sets are disjoint. Per draw, trained or
 # pending: each held-out category's test queries in I1-Cat / I2-Cat and how many of them the draw's sample evaluates;
 # then, per replayed draw, Recall@5 per held-out category (`n`: evaluated queries; I1-Cat + I2-Cat pooled over
@@ -636,7 +636,7 @@ rec.extra["alone_pending"] = alone_pending
 # %% [markdown]
 # ## Before and after: the first run (MiniLM-head reranker) beside this run
 #
-# Issue 50 keeps the first standard run's verdicts (`results/10_toolrerank/first_run_standard.json`: the reranker from
+# We keep the first standard run's verdicts (`results/10_toolrerank/first_run_standard.json`: the reranker from
 # all-MiniLM-L6-v2 with a fresh head, dev sampled before the hold-out, two held-out categories per draw) as named rows:
 # each claim's verdict with its p on the main split and how many held-out draws hold it, and Figure 1(a)'s unseen
 # curve, beside this run's. Shown when that file is there (standard profile).

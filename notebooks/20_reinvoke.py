@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 20 — Re-Invoke: synthetic-query document expansion, intent extraction, multi-view ranking
 #
-# Reimplements Re-Invoke (Chen et al., Findings of EMNLP 2024; `../shared/papers/reinvoke.md`): at indexing time an
+# Reimplements Re-Invoke (Chen et al., Findings of EMNLP 2024; arXiv:2408.01875): at indexing time an
 # LLM writes m synthetic queries per tool document (Fig. 4 prompt, temperature 0.7) and each tool is represented by
 # its copies "Documentation: <doc> Query: <query>" (mean of the copies' embeddings, or of their BM25 scores); at
 # query time an LLM extracts the user's intents (Fig. 5 prompt, one per line), every intent is scored against every

@@ -2,7 +2,7 @@
 # # 30 — Iterative feedback from an LLM for tool retrieval
 #
 # Reimplements Xu et al., *Enhancing Tool Retrieval with Iterative Feedback from Large Language Models* (EMNLP
-# Findings 2024; `../shared/papers/iterative_feedback.md`). At each round an LLM reads the instruction and the
+# Findings 2024; arXiv:2406.17465). At each round an LLM reads the instruction and the
 # retriever's top-K tools and gives feedback in three steps — comprehension, assessment, refinement (§4.2: two yes/no
 # questions, then a refined instruction unless both answers are "yes", else "N/A") — run here as one multi-turn chat
 # (the questions and the refinement are separate turns: `FeedbackConfig.decision`); the refined instruction, prefixed "Iteration t", is

@@ -2,7 +2,7 @@
 # # 40 — Query generation: zero-shot, SFT and alignment by rejection sampling
 #
 # Reimplements Kachuee et al., *Improving Tool Retrieval by Leveraging Large Language Models for Query
-# Generation* (COLING 2025 Industry; `../shared/papers/querygen.md`). An LLM turns a user request into up to five
+# Generation* (COLING 2025 Industry; arXiv:2412.03573). An LLM turns a user request into up to five
 # short tool descriptions (Fig. 2 prompt); each description, and the request itself appended last (§4.2, App. B.1),
 # retrieves from an all-mpnet-base-v2 flat cosine index over API descriptions, and the ranked lists are
 # **interleaved** into one. Three generators: zero-shot prompting (§3.1), supervised fine-tuning on request → gold
@@ -189,7 +189,7 @@ side_by_side(rec, "querygen", "1")
 T.sample_rows(values)
 
 # %% [markdown]
-# ## Ceiling and floor on the same requests (issue 49)
+# ## Ceiling and floor on the same requests
 #
 # Three rows that need no LLM, on the LLM sample's requests (the same ones as Zero-Shot, SFT and Alignment), each
 # written as a generator's answer and sent through the generators' own path: the utterance appended, one

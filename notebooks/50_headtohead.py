@@ -15,7 +15,7 @@
 #   set (no LLM, no training: the highest NDCG@5 of BM25 and the off-the-shelf encoders) by the paired randomization
 #   test (`toolkit.significance`).
 # - Each method in its best standard configuration, read from its committed caches: the fine-tuned DPR and the
-#   feedback loop from their traces (`data/feedback_traces/`; the loop under issue 48's fair LLM step, which beats
+#   feedback loop from their traces (`data/feedback_traces/`; the loop under the fair LLM step, which beats
 #   the capped one on every set in notebook 30), Re-Invoke's intents from `data/llm_cache/`, the encoders' vectors
 #   from `data/embeddings/`. Query generation is zero-shot (Qwen 1.5B at the temperature notebook 40 calibrated,
 #   mpnet, interleaved lists), its answers for these queries in `data/llm_cache/headtohead_querygen/`: notebook 40's

@@ -10,6 +10,7 @@
   verify                   check every raw data file against data/SOURCES.json, and the committed caches and traces
   llm generate ...         fill the LLM response caches (see toolkit.llm.cli)
   embeddings verify|commit the committed float16 embeddings a fresh clone replays (see toolkit.retrieval.embedding_cache)
+  runs [--notebook NB] [--profile P] [--json]   the saved TREC runs and per-query metrics (see toolkit.runs)
 """
 from __future__ import annotations
 
@@ -30,8 +31,11 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_strip(args) -> int:
-    from .notebook import strip
+    from .notebook import strip, strip_text
     from .paths import NOTEBOOKS
+    if args.stdin:                                # git's clean filter: notebook JSON in, stripped JSON out
+        sys.stdout.write(strip_text(sys.stdin.read()))
+        return 0
     paths = args.paths or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
     bad = 0
     for path in paths:
@@ -135,6 +139,27 @@ def _cmd_embeddings(args) -> int:
     return 0 if all(s == "ok" for s in status.values()) else 1
 
 
+def _cmd_runs(args) -> int:
+    from .paths import portable
+    from .runs import list_runs
+    rows = [r for r in list_runs() if (not args.notebook or r["notebook"].startswith(args.notebook))
+            and (not args.profile or r["profile"] == args.profile)]
+    if args.json:
+        print(json.dumps([{**r, "path": portable(r["path"])} for r in rows], indent=1))
+        return 0
+    if not rows:
+        print("no saved runs (a notebook run writes them: python -m toolkit run <nb> --profile standard)")
+        return 0
+    print(f"{'notebook':<15}{'profile':<10}{'dataset':<28}{'method':<40}{'queries':>8}{'ndcg@5':>8}  run file")
+    for r in rows:
+        nd = r["means"].get("ndcg@5")
+        print(f"{r['notebook']:<15}{r['profile']:<10}{r['dataset'][:27]:<28}{r['method'][:39]:<40}{r['queries']:>8}"
+              f"{'' if nd is None else f'{nd:.4f}':>8}  {portable(r['path'])}")
+    size = sum(r["bytes"] for r in rows)
+    print(f"{len(rows)} runs, {size / 1e6:.1f} MB (runs and per-query metrics, gzip)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m toolkit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("strip-notebooks", help="remove outputs from notebooks/*.ipynb, set the project's kernel")
     p.add_argument("paths", nargs="*", help="notebooks (default: notebooks/[0-9]*.ipynb)")
+    p.add_argument("--stdin", action="store_true", help="read one notebook on stdin, write it stripped to stdout "
+                   "(the git clean filter make env installs)")
     p.set_defaults(func=_cmd_strip)
 
     p = sub.add_parser("evaluate", help="evaluate a retriever on a dataset")
@@ -183,6 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partial", action="store_true",
                    help="commit: the logged vectors encoded so far (a run still encoding; commit again when it ends)")
     p.set_defaults(func=_cmd_embeddings)
+
+    p = sub.add_parser("runs", help="list the saved TREC runs (results/<nb>/runs/<profile>/)")
+    p.add_argument("--notebook", help="only this notebook (a prefix: 01, 20_reinvoke)")
+    p.add_argument("--profile", choices=["smoke", "standard", "paper"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_runs)
 
     from . import check, compare
     from .llm import cli as llm_cli

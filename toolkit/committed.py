@@ -1,6 +1,6 @@
 """Are the committed replayable inputs whole? ``python -m toolkit verify`` checks them as it checks the raw data.
 
-What the standard profile replays instead of recomputing (DESIGN §8) must be readable record by record:
+What the standard profile replays instead of recomputing must be readable record by record:
 
 - LLM response caches ``data/llm_cache/<namespace>/<model>.jsonl``: every line a record (no cut or damaged line),
   the header's model the file's;

@@ -615,6 +615,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="also list the paper cells no notebook produced")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--markdown", action="store_true", help="print RESULTS.md (Markdown tables of every produced cell)")
+    parser.add_argument("--readme", action="store_true",
+                        help="rewrite README.md's verdicts-at-a-glance block (between <!-- verdicts --> markers)")
     parser.add_argument("--results-dir", default=None, help=argparse.SUPPRESS)
     return parser
 
@@ -666,6 +668,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: the last {args.profile} run of {nb} FAILED "
               f"({_results_dir(args.results_dir) / nb / (args.profile + '.failed')}); its cells below are from "
               f"the previous successful run", file=sys.stderr)
+    if getattr(args, "readme", False):
+        path = update_readme(paths.REPO / "README.md", args.profile, args.results_dir)
+        print(f"{path.name}: verdicts block rewritten from results/*/{args.profile}.json")
+        return 0
     df = compare(profile=args.profile, paper=args.paper, table=args.table, tolerance=args.tolerance,
                  notebooks=args.notebooks, results_dir=args.results_dir)
     root = _results_dir(args.results_dir)
@@ -693,3 +699,58 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+# --- README's verdicts at a glance ---------------------------------------------------------------
+
+VERDICT_WORDS = {"yes": "held", "held": "held", "holds": "held", "no": "not held", "not held": "not held",
+                 "within noise": "within noise", "pending": "pending"}
+VERDICT_COLUMNS = ("held", "not held", "within noise", "pending")
+README_MARKERS = ("<!-- verdicts -->", "<!-- /verdicts -->")
+
+
+def verdict_counts(profile: str = "standard", results_dir: str | Path | None = None) -> dict[str, dict[str, int]]:
+    """``{notebook: {verdict: count}}`` over each results file's ``claims`` (our verdict: the record's ``here``,
+    else ``holds``), verdicts named as in :data:`VERDICT_WORDS`; any other verdict string counts under itself."""
+    out: dict[str, dict[str, int]] = {}
+    for f in sorted(_results_dir(results_dir).glob(f"*/{profile}.json")):
+        claims = json.loads(f.read_text()).get("claims") or []
+        if not isinstance(claims, list) or not claims:
+            continue
+        counts: dict[str, int] = {}
+        for c in claims:
+            raw = str(c.get("here", c.get("holds", "pending"))).strip().lower()
+            word = VERDICT_WORDS.get(raw, raw)
+            counts[word] = counts.get(word, 0) + 1
+        out[f.parent.name] = counts
+    return out
+
+
+def verdicts_markdown(profile: str = "standard", results_dir: str | Path | None = None) -> str:
+    """The README's table of claim verdicts per notebook (generated: ``python -m toolkit compare --readme``)."""
+    counts = verdict_counts(profile, results_dir)
+    cols = list(VERDICT_COLUMNS) + sorted({w for c in counts.values() for w in c} - set(VERDICT_COLUMNS))
+    lines = ["| notebook | claims | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols)]
+    for nb, c in counts.items():
+        lines.append(f"| `{nb}` | {sum(c.values())} | " + " | ".join(str(c.get(k, 0)) for k in cols) + " |")
+    tot = {k: sum(c.get(k, 0) for c in counts.values()) for k in cols}
+    lines.append(f"| **all** | **{sum(tot.values())}** | " + " | ".join(f"**{tot[k]}**" for k in cols) + " |")
+    links = ["[RESULTS.md](RESULTS.md) (every cell beside the paper's)"]
+    forest = sorted(p.relative_to(paths.REPO) for p in (paths.REPO / "figures").glob(f"**/*forest*{profile}*.png"))
+    if forest:
+        links.insert(0, f"[the forest plot]({forest[0].as_posix()}) (each claim's effect with its interval)")
+    return "\n".join(lines + ["", f"Each claim of a paper judged on our {profile} run with the paired randomization "
+                               "test's p. Details: " + ", ".join(links) + "."])
+
+
+def update_readme(path: Path, profile: str = "standard", results_dir: str | Path | None = None) -> Path:
+    """Rewrite the block between :data:`README_MARKERS` in ``path`` with :func:`verdicts_markdown`."""
+    text = path.read_text()
+    start, end = README_MARKERS
+    if start not in text or end not in text or text.index(start) > text.index(end):
+        raise ValueError(f"{path}: no '{start}' ... '{end}' block to fill; put the two marker lines where the "
+                         "verdicts go")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{verdicts_markdown(profile, results_dir)}\n{end}{tail}")
+    return path

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .data.contract import RetrievalDataset, Run
 from .metrics import evaluate
+from .runs import keep
 
 
 def corpus_fingerprint(ds: RetrievalDataset) -> str:
@@ -54,6 +55,7 @@ def evaluate_grid(datasets: Mapping[str, RetrievalDataset], retrievers: Mapping[
             run = indexed[key].search(ds.query_texts(), k=k)
             t2 = time.perf_counter()
             runs[(name, method)] = run
+            keep(name, method, run, ds.qrels, ties=ties)
             per_q = evaluate(run, ds.qrels, metrics, per_query=True, ties=ties)
             for metric, values in per_q.items():
                 rows += [(name, method, qid, metric, v) for qid, v in values.items()]

@@ -6,7 +6,7 @@ Usage (ranx-like)::
     evaluate(run, qrels, ["mmrr@10"], per_query=True)        # {"mmrr@10": {qid: value}}
 
 ``run`` is ``{qid: {doc_id: score}}`` (higher is better), ``qrels`` is ``{qid: {doc_id: relevance}}``
-(DESIGN.md §8). Names are ``<metric>@<k>`` with ``k`` a positive integer, case-insensitive;
+(:mod:`toolkit.data.contract`). Names are ``<metric>@<k>`` with ``k`` a positive integer, case-insensitive;
 result keys are lower-case.
 
 Conventions

@@ -77,13 +77,10 @@ def parameters(namespace: dict, notebook: str, names: tuple[str, ...]) -> dict:
 KERNELSPEC = {"display_name": "toolret-repro", "language": "python", "name": "toolret-repro"}
 
 
-def strip(path) -> bool:
-    """Remove outputs and execution counts from a stored notebook and set the project's kernel
-    (``make env`` installs it); the executed copies live in ``results/<nb>/<profile>.ipynb``.
-    Returns whether the file changed."""
+def strip_text(text: str) -> str:
+    """A stored notebook's JSON without outputs, execution counts and run metadata, on the project's kernel."""
     import nbformat
-    before = open(path, encoding="utf-8").read()
-    nb = nbformat.reads(before, as_version=4)
+    nb = nbformat.reads(text, as_version=4)
     for c in nb.cells:
         if c.cell_type == "code":
             c.outputs, c.execution_count = [], None
@@ -92,7 +89,29 @@ def strip(path) -> bool:
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     for key in ("papermill", "widgets"):
         nb.metadata.pop(key, None)
-    after = nbformat.writes(nb) + "\n"
+    return nbformat.writes(nb) + "\n"
+
+
+def strip(path) -> bool:
+    """Remove outputs and execution counts from a stored notebook and set the project's kernel
+    (``make env`` installs it); the executed copies live in ``results/<nb>/<profile>.ipynb``.
+    Returns whether the file changed. The same text is what git stores (the ``strip-notebook-outputs``
+    clean filter of ``.gitattributes``, installed by ``make env``: ``python -m toolkit strip-notebooks --stdin``)
+    and what JupyterLab saves (``make lab``'s :func:`pre_save_hook`)."""
+    before = open(path, encoding="utf-8").read()
+    after = strip_text(before)
     if after != before:
         open(path, "w", encoding="utf-8").write(after)
     return after != before
+
+
+def pre_save_hook(model, path, **kwargs):
+    """JupyterLab's ``ContentsManager.pre_save_hook`` (``make lab``): a notebook under ``notebooks/`` is saved
+    without outputs, whatever Lab autosaves; the executed copies live in ``results/``."""
+    if model.get("type") != "notebook" or not str(path).replace("\\", "/").lstrip("/").startswith("notebooks/"):
+        return
+    for c in model["content"].get("cells", []):
+        if c.get("cell_type") == "code":
+            c["outputs"], c["execution_count"] = [], None
+        for key in ("execution", "papermill", "collapsed", "scrolled"):
+            c.get("metadata", {}).pop(key, None)

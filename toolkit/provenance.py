@@ -5,7 +5,7 @@ query-generation history) calls :func:`record_input` with the file and the numbe
 client calls :func:`record_llm`. :class:`toolkit.results.Recorder` writes both into
 ``results/<notebook>/<profile>.json`` (``inputs``, ``llm``), and ``python -m toolkit check`` verifies them: a
 committed input whose sha256 changed, that is missing, or an LLM row answered by the echo backend named in the
-environment fails the check, naming the file or the variable (DESIGN §8: "a result names what it read").
+environment fails the check, naming the file or the variable (a result names what it read).
 
     from toolkit import provenance
     provenance.record_input(path, records=150, kind="feedback trace")

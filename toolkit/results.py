@@ -1,4 +1,4 @@
-"""What a notebook records: ``results/<notebook>/<profile>.json`` (DESIGN §8).
+"""What a notebook records: ``results/<notebook>/<profile>.json``.
 
 >>> rec = Recorder("01_baselines", profile="smoke", parameters={...})
 >>> rec.add(paper="reinvoke", table="1", dataset="toole-single", method="BM25", metric="ndcg@5",
@@ -89,6 +89,8 @@ class Recorder:
 
     def __post_init__(self) -> None:
         check_profile(self.profile)
+        from . import runs
+        runs.activate(self)          # the runs the evaluation points hand to toolkit.runs.keep are saved with us
 
     def add(self, *, paper: str, table: str, dataset: str, method: str, metric: str, value: float,
             n_queries: int | None = None, note: str = "", ours_only: bool = False, timing: bool | None = None) -> None:
@@ -116,6 +118,19 @@ class Recorder:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
+    def sweep_figures(self) -> list[str]:
+        """The figure files of this profile this run wrote (``figures/<notebook>/*_<profile>.*``, modified since the
+        Recorder was created), in name order; this profile's other figure files are stale (an earlier run made
+        them, this one does not) and are deleted, so every figure in the tree is one the current code makes."""
+        d = figures_dir() / self.notebook
+        made = []
+        for f in sorted(d.glob(f"*_{self.profile}.*")) if d.is_dir() else []:
+            if f.stat().st_mtime >= self.started - 1:
+                made.append(f.name)
+            else:
+                f.unlink()
+        return made
+
     def save(self) -> Path:
         bad = provenance.run_problems()
         if bad:
@@ -123,6 +138,7 @@ class Recorder:
             raise ValueError(f"{self.notebook} ({self.profile}): results not saved, the run read damaged or wrong "
                              "inputs:\n  " + "\n  ".join(bad))
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.extra["figures"] = self.sweep_figures()
         payload = {"notebook": self.notebook, "profile": self.profile, "parameters": self.parameters,
                    "versions": versions(), "git_revision": git_revision(),
                    "seconds": round(time.time() - self.started, 1), "cells": self.cells, **self.extra,
@@ -137,4 +153,6 @@ class Recorder:
         # strict JSON (RFC 8259 has no NaN/Infinity; jq, browsers and json.loads(parse_constant=...) reject them)
         tmp.write_text(json.dumps(strict_json(payload), indent=1, sort_keys=False, allow_nan=False) + "\n")
         tmp.replace(self.path)
+        from . import runs
+        runs.write(self)             # results/<notebook>/runs/<profile>/: TREC runs and per-query metrics
         return self.path

@@ -181,14 +181,26 @@ def _as_document(executed: Path, source: Path, final: Path) -> None:
     """Store an executed notebook as a document. papermill records the absolute input and output paths of a
     run: store them relative to the repository (an executed notebook is committed; this machine's paths are
     not the reader's). A kernel draws tqdm.auto's bars as ipywidgets, which ignore ``TQDM_DISABLE``: their
-    views and the widget state (hundreds of KB of a bar's frames) are dropped; a bar is not a result."""
+    views and the widget state (hundreds of KB of a bar's frames) are dropped; a bar is not a result.
+    Re-running an unchanged notebook rewrites the same document, timing outputs aside: the wall-clock run
+    metadata (papermill's start, end and duration, the kernel's execution timestamps) is dropped, and the cell
+    papermill injects gets a fixed id instead of a random one (every other cell keeps the source notebook's)."""
     import nbformat
     nb = nbformat.read(executed, as_version=4)
     from .provenance import relative
     meta = nb.metadata.get("papermill", {})
     meta.update(input_path=relative(source) or source.name, output_path=relative(final) or final.name)
+    for key in ("start_time", "end_time", "duration"):
+        meta.pop(key, None)
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        pm_meta = cell.metadata.get("papermill")
+        if isinstance(pm_meta, dict):
+            for key in ("start_time", "end_time", "duration"):
+                pm_meta.pop(key, None)
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = "injected-parameters"
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
     nbformat.write(nb, executed)

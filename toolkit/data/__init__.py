@@ -3,6 +3,7 @@
 >>> from toolkit.data import load_dataset, list_datasets
 >>> ds = load_dataset("toole-multi")          # RetrievalDataset: corpus, queries, qrels
 >>> ds = load_dataset("toolbench-g2-category", corpus="pool")
+>>> ds = load_dataset("beir:/path/to/folder", split="test")   # your own data (toolkit.data.beir)
 
 Raw files are read from the data directory (:func:`toolkit.paths.data_dir`) and checked against
 ``data/SOURCES.json``; ``python -m toolkit fetch`` downloads them.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import Callable
 
+from .beir import load_beir
 from .contract import Document, Qrels, Query, RetrievalDataset, Run
 from .sources import DataFileError, data_file, fetch, verify_all
 from .standardize import api_key, change_name, standardize, standardize_category
@@ -54,9 +56,15 @@ def list_datasets() -> dict[str, str]:
 
 
 def load_dataset(name: str, **params) -> RetrievalDataset:
-    """Load a named dataset; unknown names or parameters raise an error listing the valid ones."""
+    """Load a named dataset, or ``beir:<folder>`` (a BEIR-format folder: :func:`toolkit.data.beir.load_beir`,
+    parameter ``split``); unknown names or parameters raise an error listing the valid ones."""
+    if name.startswith("beir:"):
+        bad = set(params) - {"split"}
+        if bad:
+            raise TypeError(f"dataset {name!r} takes no parameter {sorted(bad)[0]!r}; its parameters: ['split']")
+        return load_beir(name[len("beir:"):], **params)
     if name not in DATASETS:
-        raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}")
+        raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}, or beir:<folder>")
     loader = DATASETS[name][0]
     allowed = set(inspect.signature(loader).parameters)
     bad = set(params) - allowed
@@ -70,4 +78,4 @@ __all__ = ["Document", "Query", "RetrievalDataset", "Qrels", "Run", "DataFileErr
            "verify_all", "api_key", "change_name", "standardize", "standardize_category", "load_library",
            "load_official_evalset", "load_retrieval_dir", "load_tool_json_tree", "load_toolbench",
            "load_toole_single", "load_toole_multi", "load_toollens", "load_ultratool", "load_teval_corpus",
-           "DATASETS", "list_datasets", "load_dataset", "STABLE_GROUPS"]
+           "DATASETS", "list_datasets", "load_dataset", "load_beir", "STABLE_GROUPS"]

@@ -1,4 +1,4 @@
-"""The one data contract every method speaks (BEIR-like, DESIGN §8).
+"""The one data contract every method speaks (BEIR-like).
 
 corpus  {doc_id -> Document(category, tool, api, text)}
 queries {qid -> Query(text, group)}

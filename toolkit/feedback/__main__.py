@@ -9,7 +9,7 @@
     python -m toolkit.feedback toolretriever-loop [--profile standard] --group I2  # the LLM's loop, warm-up retriever
     python -m toolkit.feedback all             [--profile standard]              # every trace notebook 30 needs
     python -m toolkit.feedback status          [--profile standard]              # planned / traced per stage
-    python -m toolkit.feedback <stage> --fair  ...                               # issue 48's fair LLM step
+    python -m toolkit.feedback <stage> --fair  ...                               # the fair LLM step
     python -m toolkit.feedback toolretriever-loop --fair --llm qwen-0.5b --group I2 --n 60   # another LLM, a sample
 
 A stage runs the stages it depends on first (cached ones return at once). Sizes, models and settings come
@@ -64,7 +64,7 @@ def run_all(cfg, run=None) -> None:
 
 
 def missing_commands(cfg) -> list[str]:
-    """The commands that write the traces still missing or incomplete, in the order ``all`` runs them (issue 48's
+    """The commands that write the traces still missing or incomplete, in the order ``all`` runs them (the fair step's
     order of what each row tells a reader): the ToolRetriever runs (no LLM); the LLM's loop on ToolRetriever on I2
     (the fair LLM step, no feedback training); the stages in :func:`~toolkit.feedback.experiment.llm_stages`' order
     up to the Tables 4, 6, 7 conditions; each group's controls (no LLM: the matched-budget fine-tune and the oracle);
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     p.add_argument("--group", default=None, help="test / toolretriever: I1 | I2 | I3 | UltraTool")
     p.add_argument("--fair", action="store_true",
-                   help="issue 48's fair LLM step (toolkit.feedback.config.fair_config: paper wording, caps that hold "
+                   help="the fair LLM step (toolkit.feedback.config.fair_config: paper wording, caps that hold "
                         "the answers, unchanged = N/A); its traces have their own names")
     p.add_argument("--condition", default=None, help="a row of Tables 4, 6, 7, e.g. '4:w/o warm-up'")
     p.add_argument("--llm", default=None, help="the feedback LLM instead of the profile's (a name of toolkit.llm: "

@@ -199,7 +199,7 @@ def answer_step(prompt) -> str:
 
 
 def answer_setting(prompt) -> str:
-    """Which LLM step asked: "fair" (issue 48's :data:`toolkit.feedback.config.FAIR_FEEDBACK`, whose first turn ends
+    """Which LLM step asked: "fair" (the fair step, :data:`toolkit.feedback.config.FAIR_FEEDBACK`, whose first turn ends
     with the request to be brief) or "first generation" (every trace committed before it)."""
     from toolkit.feedback.config import FAIR_FEEDBACK
     from toolkit.llm import prompts

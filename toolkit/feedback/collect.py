@@ -98,7 +98,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                     len(sample), planned=planned[label])
     # the controls (toolkit.feedback.controls) beside Ours on each LLM sample, and the gap's decomposition
     from toolkit.feedback.config import with_fair_feedback
-    fair = with_fair_feedback(cfg)                     # issue 48's fair LLM step (toolkit.feedback.config.fair_config)
+    fair = with_fair_feedback(cfg)                     # the fair LLM step (toolkit.feedback.config.fair_config)
     fair_loops: dict[str, tuple[dict, str]] = {}       # the loop on ToolRetriever per group: (traces, group)
     for label in (*GROUPS, *OUT_OF_DOMAIN):
         if label not in ours:
@@ -132,7 +132,7 @@ def collect(cfg, tests: Mapping, run_missing: bool = False, llm=None) -> tuple[p
                 add(table, label, method, v, len(got), ours_only=True, per_query=pq, planned=planned[label])
                 control_pq[label][method] = pq
     extra["decomposition"] = C.decomposition(control_pq).to_dict("records")
-    # is the LLM the limit (issue 48 item 3): the loop on ToolRetriever with each LLM of scale_llms on one I2 sample,
+    # is the LLM the limit: the loop on ToolRetriever with each LLM of scale_llms on one I2 sample,
     # beside ToolRetriever and the oracle (with ToolRetriever) on the same queries -- table "llm-scale"
     scale_pq: dict[str, dict] = {}
     label = ABLATION_GROUP

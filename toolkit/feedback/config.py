@@ -34,7 +34,7 @@ class FeedbackExperiment:
     toolbench_corpus: str = "library"              # library (the protocol) | pool (fast: smoke)
     baseline_queries: int | None = None            # smoke: baselines on a sample of each set too
     max_docs: int | None = None                    # smoke: each test corpus cut to this many documents
-    # issue 48 item 3, is the LLM the limit: the loop on ToolRetriever with each of these LLMs on one I2 sample of
+    # is the LLM the limit: the loop on ToolRetriever with each of these LLMs on one I2 sample of
     # scale_queries (nested in the I2 sample), with the fair LLM step; the oracle on the same sample is the ceiling
     scale_llms: tuple = ("qwen-0.5b", "qwen-1.5b")
     scale_queries: int | None = 60
@@ -77,7 +77,7 @@ class FeedbackExperiment:
         return (self.test_requests or {}).get(group)
 
 
-# FeedbackConfig's defaults are the fair LLM step of issue 48 (the paper's step-4 wording, tools shown by their
+# FeedbackConfig's defaults are the fair LLM step (the paper's step-4 wording, tools shown by their
 # fields, an unchanged refinement ends the loop); the committed smoke and standard traces were made before, with these
 FIRST_GENERATION = {"tool_format": "text", "unchanged": "retrieve"}
 
@@ -113,7 +113,7 @@ PROFILES = {
 }
 
 
-# Issue 48's fair LLM step (``fair_config``; ``python -m toolkit.feedback <stage> --fair``): the paper's step-4
+# The fair LLM step (``fair_config``; ``python -m toolkit.feedback <stage> --fair``): the paper's step-4
 # wording ("enrich"; our "enrich-add" stays a named row), an unchanged refinement treated as "N/A", each tool shown as
 # its names once, its description and its parameters as room allows (600 characters), steps 1-2 asked to be brief
 # (FEEDBACK_BREVITY "one-line"), and caps that hold >= 95 % of the answers, from scripts/bench_feedback.py --fair on 24
@@ -144,7 +144,7 @@ FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension
 FAIR_FEEDBACK_FOR_LLM = {"qwen-0.5b": {"reasoning_dry": 0.8}}
 
 # The offline training feedback under the fair step is regenerated on fewer training instructions than the capped
-# run's 500 (issue 48, item 4.3: "fewer instructions if needed, stated"): the 1.5B loop with the fair step costs 82 s
+# run's 500 (fewer instructions where needed, stated): the 1.5B loop with the fair step costs 82 s
 # per instruction on this machine (3 rounds, 4 slots; notebook 30's loop-cost table), so 500 would be ~11 h, 200
 # ~4.6 h. Per profile; a profile not named keeps its own size. The matched-budget control reads the same trace rows.
 FAIR_TRAIN_FEEDBACK_REQUESTS = {"standard": 200}

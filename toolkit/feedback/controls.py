@@ -1,4 +1,4 @@
-"""Controls of the feedback experiment (issue 48): the loop and the training with the LLM's part removed, or given
+"""Controls of the feedback experiment: the loop and the training with the LLM's part removed, or given
 for free, so that a gap between Ours and ToolRetriever can be attributed.
 
 - **Same steps, no feedback** (the matched-budget control): Ours' iteration-aware fine-tune -- the same warm-up
@@ -207,7 +207,7 @@ def toolretriever_loop_test(cfg, group: str, llm=None, n: int | None = None, chu
     return out
 
 
-# --- is the LLM the limit? (issue 48 item 3) ----------------------------------------------------------
+# --- is the LLM the limit? ------------------------------------------------------------------------
 
 def scale_row(llm: str) -> str:
     """The row of the loop on ToolRetriever with LLM ``llm``."""

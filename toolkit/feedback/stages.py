@@ -5,7 +5,7 @@ profile's notebook runs them itself (echo LLM, a few training steps).
 Models live in ``cache_dir()/models/feedback/`` and are never committed; what the notebook needs from them
 is in the committed traces and their ``.meta.json`` (training statistics, LLM seconds). Earlier commits kept
 the models that committed traces were continued with in ``data/models/feedback/`` (some rounded to float16
-shards, :mod:`toolkit.weights`); they leave the tree (issue 48), and :func:`restore_from_history` gives a stage
+shards, :mod:`toolkit.weights`); they leave the tree, and :func:`restore_from_history` gives a stage
 those very weights back from the git history, so a fresh machine continues a trace without retraining into
 weights that need not be bit-identical (:func:`check_same_retriever` guards both cases)."""
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _git(*args: str, **kw):
 
 
 def restore_from_history(name: str) -> tuple[Path, dict] | None:
-    """Model weights leave the tree (issue 48: no weights in a clone's working tree), not the history: the
+    """Model weights leave the tree (no weights in a clone's working tree), not the history: the
     parent of the commit that deleted ``data/models/feedback/<name>`` still holds them, bit for bit. Extract
     that copy (``git archive``) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None when the
     history never held it or is not here (a shallow clone: ``git fetch --unshallow``, or let the stage retrain

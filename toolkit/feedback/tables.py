@@ -48,11 +48,14 @@ def baseline_values(tests: dict, retrievers: dict, cfg, k: int = 100, llm_qids=N
     tests against the trained rows)."""
     from toolkit.metrics import evaluate
     from toolkit.retrieval import retrieve
+    from toolkit.runs import keep
     rows = []
     for method, retriever in retrievers.items():
         for label, full in tests.items():
             ds = full.nested_sample(cfg.baseline_queries, cfg.sample_seed)
-            per_q = evaluate(retrieve(ds, retriever, k=k), ds.qrels, METRICS, per_query=True, ties="sklearn")
+            run = retrieve(ds, retriever, k=k)
+            keep(label, method, run, ds.qrels, ties="sklearn")
+            per_q = evaluate(run, ds.qrels, METRICS, per_query=True, ties="sklearn")
             sample = llm_qids(label) if llm_qids else full.nested_sample(cfg.sample_size(label), cfg.sample_seed).queries
             sample = set(sample) & set(ds.queries)
             for metric, vals in per_q.items():

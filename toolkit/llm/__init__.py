@@ -1,4 +1,4 @@
-"""One LLM client for every paper (DESIGN §6): local GGUF (xllamacpp), OpenAI-compatible HTTP,
+"""One LLM client for every paper: local GGUF (xllamacpp), OpenAI-compatible HTTP,
 local transformers, and replay from a committed, append-only response cache.
 
     from toolkit.llm import get_client, Sampling, prompts, parsers

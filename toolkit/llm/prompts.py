@@ -2,7 +2,7 @@
 
 Every template cites the figure or section it comes from. Where a paper prints its prompt
 (Re-Invoke Figs. 4-6, query generation Figs. 2 and 5), the text is copied character for character
-from the paper as we have it (``../shared/papers/*.md``, a text conversion of the PDFs); placeholders
+from the paper as we have it (a text conversion of the papers' PDFs); placeholders
 keep the paper's own spelling (``<user query>``, ``<tool document>``, ``<user request>``) and are
 filled by name. Two conversion artefacts are kept as they are, on purpose, so that the text stays
 checkable against the source: Re-Invoke's section markers read ``****Instructions****`` (the bold

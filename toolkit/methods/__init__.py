@@ -1,4 +1,4 @@
-"""One interface for every method (issue 51, DESIGN §8): :class:`Method` with ``offline(corpus)``,
+"""One interface for every method: :class:`Method` with ``offline(corpus)``,
 ``online(queries) -> run`` and a :class:`Cost` record; :class:`MethodPending` when its inputs are not committed.
 
     from toolkit.methods import Method, benchmark

@@ -1,4 +1,4 @@
-"""One interface for every retrieval method (DESIGN §8): an offline step, an online step and a cost record.
+"""One interface for every retrieval method: an offline step, an online step and a cost record.
 
     class MyMethod(Method):
         name = "my method"

@@ -1,4 +1,4 @@
-"""The head-to-head benchmark of notebook ``50_headtohead`` (issue 51; DESIGN §7): every method through the one
+"""The head-to-head benchmark of notebook ``50_headtohead``: every method through the one
 interface (:mod:`toolkit.methods.base`) on one query set, with its costs.
 
 - **Sets.** In-domain: the StableToolBench groups I1 / I2 / I3 over the whole 16,427-API ToolBench library;
@@ -29,6 +29,7 @@ from toolkit.config import overridden
 from toolkit.data.contract import RetrievalDataset
 from toolkit.methods.base import Cost, Method, MethodPending
 from toolkit.methods.catalog import LABELS
+from toolkit.runs import keep
 from toolkit.significance import p_label
 
 METRICS = ("ndcg@5", "recall@5", "all_gold@5")
@@ -169,6 +170,7 @@ def run_benchmark(methods: Mapping[str, Callable[[], Method]], sets: Mapping[str
                     run = m.online(ds.query_texts())
                     online_s += time.perf_counter() - t
                     n += len(ds.queries)
+                    keep(label, name, run, ds.qrels, ties=ties)
                     for metric, values in per_query_metrics(run, ds.qrels, ties).items():
                         rows += [(label, name, q, metric, v) for q, v in values.items()]
             except MethodPending as e:

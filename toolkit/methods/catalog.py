@@ -43,7 +43,7 @@ LABELS = ("I1", "I2", "I3", "UltraTool")     # the feedback loop's sets, whose s
 
 def _feedback_cfg(kind: str = "toolretriever"):
     """The feedback notebook's standard configuration whose traces a replayed method reads: the loop (``test``) at
-    its best, issue 48's fair LLM step (answers not cut at a cap, the paper's refinement wording; it beats the capped
+    its best, the fair LLM step (answers not cut at a cap, the paper's refinement wording; it beats the capped
     run on every set); the warm-up DPR (``toolretriever``) is the same in both."""
     from toolkit.feedback.config import config_for, fair_config
     return fair_config("standard") if kind == "test" else config_for("standard")
@@ -219,7 +219,7 @@ class IterativeFeedback(_Replay):
         self.cost = Cost(llm_seconds=offline_llm, llm_tokens=None,
                          training_minutes=(warm_meta.get("seconds", 0.0) + train.get("seconds", 0.0)) / 60,
                          llm_tokens_per_query=None, ms_as=("Dense MiniLM", 1.0),
-                         note=f"fair LLM step (issue 48); LLM tokens not recorded in the traces; offline LLM: the "
+                         note=f"fair LLM step; LLM tokens not recorded in the traces; offline LLM: the "
                               f"feedback on {len(offline):,} training instructions; training: warm-up + "
                               f"iteration-aware training (trace meta)")
 
@@ -300,7 +300,7 @@ QUERYGEN_RESULTS = REPO / "results" / "40_querygen" / "standard.json"
 # would change that notebook's inputs
 QUERYGEN_NAMESPACE = "headtohead_querygen"
 # Decoding of those answers. The prompt asks for at most 5 descriptions (lines) and the parser keeps 5, so ending the
-# answer at its 5th line (issue 49's line stop) changes no parsed query, only the cost. At notebook 40's 160-token
+# answer at its 5th line (the fair test's line stop) changes no parsed query, only the cost. At notebook 40's 160-token
 # cap, 4 of the first 70 answers at T = 0.6 ended at the cap (5.7 %: a description cut mid-line); 256 tokens leave
 # room for five 20-word lines.
 QUERYGEN_MAX_TOKENS = 256

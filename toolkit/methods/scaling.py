@@ -1,4 +1,4 @@
-"""How each method's cost grows with the library size and the query rate (issue 51, deliverable 5; notebook 50).
+"""How each method's cost grows with the library size and the query rate (notebook 50's last section).
 
 **Fit.** Each cost ``t`` (offline seconds for the whole library; online seconds per query) measured or derived at
 library sizes ``N_1 < ... < N_k`` is fitted by a power law
@@ -489,7 +489,7 @@ def reading(fits: pd.DataFrame, growth: pd.DataFrame, points: pd.DataFrame, batc
 
 def paper_needs(costs: Mapping[str, Cost], fits: pd.DataFrame, library_size: int) -> str:
     """What the ``paper`` profile needs, with this run's rates (markdown): a GPU for bert-base training and the
-    cross-encoder, an OpenAI-compatible server for the large LLM (DESIGN §3, §5)."""
+    cross-encoder, an OpenAI-compatible server for the large LLM (the ``paper`` profile)."""
     from toolkit.feedback.config import config_for as feedback_config
     from toolkit.methods.catalog import RERANKER_PAIRS_PER_SECOND
     from toolkit.reinvoke.config import config_for as reinvoke_config

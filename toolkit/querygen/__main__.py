@@ -5,7 +5,7 @@
     python -m toolkit.querygen align    [--profile standard]
     python -m toolkit.querygen ablate   [--tables 3,4,5]     # one alignment iteration per ablation row
     python -m toolkit.querygen size     [--fair]             # CPU hours from the committed caches' rates; no model
-    (every command takes --fair: issue 49's fair test, toolkit.querygen.config.fair_config)
+    (every command takes --fair: the fair test, toolkit.querygen.config.fair_config)
 
 Sizes, temperatures, models and training settings come from the notebook's own configuration
 (:func:`toolkit.querygen.config.config_for`), so what these commands write is what
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         c.add_argument("--profile", default="standard", choices=("smoke", "standard", "paper"))
         c.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="override a config field (a Python literal), e.g. --set test_requests=100")
-        c.add_argument("--fair", action="store_true", help="issue 49's fair test (config.fair_config)")
+        c.add_argument("--fair", action="store_true", help="the fair test (config.fair_config)")
         if name == "size":
             c.add_argument("--budget", type=float, default=20.0, help="CPU hours to compare the total with")
         c.add_argument("--backend", default=None)

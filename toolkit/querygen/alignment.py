@@ -15,7 +15,7 @@ The defaults are the paper's best setting as far as the text keeps it (App. A.3 
 Table 3's baseline row reads 100 / 0.05 / 1): MMRR reward, every percentile kept, minimum reward
 0.05, the single best draft per request.
 
-Issue 49 (the fair test, :func:`toolkit.querygen.config.fair_config`) adds three options, each off by default so
+The fair test (:func:`toolkit.querygen.config.fair_config`) adds three options, each off by default so
 the committed runs keep their names: ``AlignConfig.fresh_requests`` (every iteration drafts for requests of its own,
 :func:`iteration_requests`), ``AlignConfig.decoding`` (the line stop / repetition penalty of the drafts and of the
 test answers) and ``FilterConfig.min_gain``, a minimum reward *relative to the request alone*: a draft is kept
@@ -136,7 +136,7 @@ def filter_drafts(rewards: Mapping[str, Sequence[float]], cfg: FilterConfig = Fi
 
 def kept_counts(rewards: Mapping[str, Sequence[float]], settings: Mapping[str, FilterConfig],
                 baseline: Mapping[str, float] | None = None) -> dict[str, int]:
-    """``{setting: drafts kept}`` for each filter setting on the same rewards (issue 49: a filter must remove
+    """``{setting: drafts kept}`` for each filter setting on the same rewards (the fair test: a filter must remove
     something, and a reader sees how much)."""
     return {name: len(filter_drafts(rewards, f, baseline)) for name, f in settings.items()}
 

@@ -1,4 +1,4 @@
-"""A ceiling and a floor for Table 1, on the same requests (issue 49): query sets that need no LLM.
+"""A ceiling and a floor for Table 1, on the same requests: query sets that need no LLM.
 
 Each function below writes, per request, the list of queries a generator would have answered, and that
 list goes through the generators' own path (:func:`toolkit.querygen.retrieval.query_sets`: the utterance

@@ -3,7 +3,7 @@ instances, and the checks every override goes through (names and types, then ran
 
     cfg = config_for("standard")                          # the standard run
     cfg = config_for("smoke", test_requests=20)           # an override, checked
-    cfg = fair_config("standard")                         # issue 49's fair test (FAIR_* below)
+    cfg = fair_config("standard")                         # the fair test (FAIR_* below)
 """
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def config_for(profile: str, **overrides) -> QuerygenConfig:
     return overridden("40_querygen", PROFILES[profile], overrides)
 
 
-# Issue 49's fair test (``fair_config``; ``python -m toolkit.querygen <command> --fair``). Every value below is a
+# The fair test (``fair_config``; ``python -m toolkit.querygen <command> --fair``). Every value below is a
 # choice of ours, sized by ``python -m toolkit.querygen size --fair`` (toolkit.querygen.sizing) from the rates
 # measured in the committed caches to fit about 20 CPU hours on this 2-core machine:
 # - decoding: every answer ends at the prompt's number of lines (Fig. 2 / Fig. 5: "at most 5 descriptions
@@ -139,7 +139,7 @@ FAIR_FILTER_SETTINGS = {
 
 
 def fair_config(profile: str = "standard", **overrides) -> QuerygenConfig:
-    """The profile's configuration with issue 49's fair test (:data:`FAIR_CHANGES`), then ``overrides``
+    """The profile's configuration with the fair test (:data:`FAIR_CHANGES`), then ``overrides``
     (checked as :func:`config_for`'s). Its SFT run and alignment iterations have their own names (tags) and its
     answers their own cache keys, so the standard profile's committed runs are untouched."""
     from dataclasses import replace

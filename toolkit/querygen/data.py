@@ -62,7 +62,7 @@ def first_sentence(text: str) -> str:
 
 
 def trimmed_description(doc: Document, max_words: int) -> str:
-    """The SFT target line of the fair test (issue 49): what the Fig. 2 prompt asks for -- the tool, the API
+    """The SFT target line of the fair test (toolkit.querygen.config.fair_config): what the Fig. 2 prompt asks for -- the tool, the API
     and a short description, "less than 20 words" -- as ``<tool>: <api>: <description>``.
 
     Rule: the description is cut to its first sentence (:func:`first_sentence`), then to its first

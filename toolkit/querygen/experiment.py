@@ -362,15 +362,20 @@ def sft_train_log(cfg: QuerygenConfig) -> dict | None:
 
 
 def evaluate_queries(cfg: QuerygenConfig, s: Setup, ds: RetrievalDataset, generated: Mapping[str, list[str]] | None,
-                     append_utterance: bool) -> dict[str, dict[str, float]]:
+                     append_utterance: bool, dataset: str = "", method: str = "") -> dict[str, dict[str, float]]:
     """Per-query metrics ``{metric: {qid: value}}`` on ``ds``'s requests that ``generated`` covers
-    (all of them for the utterance baseline, ``generated=None``)."""
+    (all of them for the utterance baseline, ``generated=None``); with a ``method`` name the run is saved
+    (:func:`toolkit.runs.keep`) under ``dataset``."""
     texts = ds.query_texts()
     if generated is not None:
         texts = {q: t for q, t in texts.items() if q in generated}
     sets = query_sets(generated or {}, texts, append_utterance if generated is not None else True)
     run = s.index.run(sets, k=cfg.list_size)
-    return evaluate(run, {q: ds.qrels[q] for q in texts}, cfg.metrics(), per_query=True)
+    qrels = {q: ds.qrels[q] for q in texts}
+    if method:
+        from toolkit.runs import keep
+        keep(dataset or ds.name, method, run, qrels)
+    return evaluate(run, qrels, cfg.metrics(), per_query=True)
 
 
 def evaluate_conditions(cfg: QuerygenConfig, s: Setup, methods: Mapping[str, Mapping[str, Mapping[str, list[str]]]]
@@ -391,7 +396,7 @@ def evaluate_conditions(cfg: QuerygenConfig, s: Setup, methods: Mapping[str, Map
         return {m: {q: v for q, v in vals.items() if q in qids} for m, vals in per_q.items()}
 
     for name, ds in s.tests.items():
-        utterance = evaluate_queries(cfg, s, ds, None, True)
+        utterance = evaluate_queries(cfg, s, ds, None, True, name, "Utterance")
         add(name, "Utterance", True, "all", utterance)
         add(name, "Utterance", True, "llm", only(utterance, s.llm_tests[name].queries))
         for method, per_set in methods.items():
@@ -399,7 +404,8 @@ def evaluate_conditions(cfg: QuerygenConfig, s: Setup, methods: Mapping[str, Map
             if not got:
                 continue
             for utt in (True, False):
-                add(name, method, utt, "llm", evaluate_queries(cfg, s, s.llm_tests[name], got, utt))
+                add(name, method, utt, "llm", evaluate_queries(cfg, s, s.llm_tests[name], got, utt, name,
+                                                               method + ("" if utt else " (-utt)")))
                 if utt and len(got) < len(s.llm_tests[name].queries):
                     # the utterance baseline on exactly the requests this method covers so far
                     add(name, f"Utterance (same {len(got)} requests as {method})", True, "llm", only(utterance, got))

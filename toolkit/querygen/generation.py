@@ -26,7 +26,7 @@ TASKS = {"description": QUERYGEN, "intent": QUERYGEN_INTENTS}
 
 @dataclass(frozen=True)
 class Decoding:
-    """Decoding settings on top of the task's sampling (issue 49, item 3). ``max_lines``: end each answer once
+    """Decoding settings on top of the task's sampling (the fair test's line stop). ``max_lines``: end each answer once
     it holds that many non-empty lines (0 = off; the Fig. 2 / Fig. 5 prompts ask for "at most 5 descriptions
     (lines)", :data:`PROMPT_LINES`); ``repeat_penalty``: llama.cpp's repetition penalty (1.0 = off). The
     defaults are what every committed answer was generated with, and they leave the cache keys as they were

@@ -1,4 +1,4 @@
-"""CPU hours of a query-generation configuration, from the rates measured in the committed caches (issue 49).
+"""CPU hours of a query-generation configuration, from the rates measured in the committed caches.
 
 Nothing here runs a model. The rates come from what the committed runs recorded:
 

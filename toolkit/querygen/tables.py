@@ -479,7 +479,7 @@ def ablation_claims(deltas: pd.DataFrame, values: pd.DataFrame | None = None, me
 
 
 # --------------------------------------------------------------------------------------------
-# Ceiling and floor on Table 1's requests (issue 49; toolkit.querygen.bounds)
+# Ceiling and floor on Table 1's requests (toolkit.querygen.bounds)
 # --------------------------------------------------------------------------------------------
 
 def bounds_rows(values: pd.DataFrame, methods=METHODS[1:]) -> pd.DataFrame:

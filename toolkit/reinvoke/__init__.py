@@ -1,5 +1,5 @@
 """Re-Invoke (Chen et al., Findings of EMNLP 2024): unsupervised tool retrieval with LLM document
-expansion, intent extraction and multi-view similarity ranking (``../shared/papers/reinvoke.md``).
+expansion, intent extraction and multi-view similarity ranking (Chen et al., "Re-Invoke: Tool Invocation Rewriting for Zero-Shot Tool Retrieval", arXiv:2408.01875).
 
 Modules, one per concept:
     multiview   Algorithm 2 / Figs. 3 and 8: per-intent (reversed rank, similarity) tuples, max over intents

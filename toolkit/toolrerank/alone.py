@@ -1,4 +1,4 @@
-"""The reranker judged on its own (issue 50): is it weaker than the retriever before any truncation or hierarchy?
+"""The reranker judged on its own: is it weaker than the retriever before any truncation or hierarchy?
 
 For a seeded sample of each test subset, every API of the test library is scored by the reranker alone (sigmoid of
 its logit) and by the DPR (cosine), and each query gets, per model:

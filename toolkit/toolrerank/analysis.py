@@ -283,7 +283,7 @@ def convergence(stats: Mapping[str, dict], flat: float = 0.005) -> dict[str, str
 def compare_runs(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
     """Several recorded runs of notebook 10 side by side — each claim's verdict, the coverage premise of
     §4.2 (gold APIs in the DPR top 10, seen vs unseen, %) and the Recall@5 averages (%) of DPR, Rerank-10,
-    Rerank-50 and ToolRerank — to tell whether a verdict follows the data or the training (issue 20: an
+    Rerank-50 and ToolRerank — to tell whether a verdict follows the data or the training (an
     earlier, weaker training setup against the full-strength one). ``runs``: label -> a run's record with
     ``claims`` and ``cells`` as ``results/10_toolrerank/<name>.json`` stores them. A value a run lacks is
     NaN / "n/a"; ``changed`` says whether the runs disagree on a row."""
@@ -311,7 +311,7 @@ def compare_runs(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
 
 
 def claims_before_after(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
-    """Each claim under several recorded runs of notebook 10 (issue 50: the first run, "MiniLM-head reranker",
+    """Each claim under several recorded runs of notebook 10 (the first run, "MiniLM-head reranker",
     against the fair setup): per run its verdict on the main split with the p-values it rests on, and over the run's
     held-out draws how many hold it (``k/N draws``). ``runs``: label -> a results record (``claims``, ``draws`` as
     ``results/10_toolrerank/<name>.json`` stores them)."""

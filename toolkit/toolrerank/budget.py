@@ -1,4 +1,4 @@
-"""The reranker's training budget (issue 50): is the fair run's verdict the method, or the few pairs its reranker saw?
+"""The reranker's training budget: is the fair run's verdict the method, or the few pairs its reranker saw?
 
 The standard profile's reranker *is* the chosen screen variant (:mod:`toolkit.toolrerank.variants`): 2,000 training
 queries, one gold API, one hard negative and one random library negative each, 6,000 pairs in one epoch, where the

@@ -90,7 +90,7 @@ STANDARD_DRAW_SETUP = {"de_epochs": 1, "de_select_on_dev": False, "ce_pos": 1, "
 # the plumbing of the new variant kinds but mpnet's (its 420 MB checkpoint alone would double the smoke run); the
 # first runs' start is the main smoke reranker already
 SMOKE_VARIANTS = ("fine-tuned DPR + fresh head", "MiniLM + library random negatives")
-# The first standard runs (issues 20-46; their score caches are committed and replay): every query of the six mirror
+# The first standard runs (their score caches are committed and replay): every query of the six mirror
 # subsets, of the 600-query dev set sampled before the hold-out, and of the 765 StableToolBench queries over their
 # pools; models at full strength, two held-out categories drawn at random; three draws. Reach it with
 # first_run_config(); results/10_toolrerank/first_run_standard.json is its record.
@@ -110,7 +110,7 @@ PROFILES = {
 }
 
 
-# Issue 50's fair test, the standard profile since its score caches landed (trained in the background by
+# The fair test, the standard profile since its score caches landed (trained in the background by
 # scripts/fair_toolrerank_chain.sh): the paper's seen-only dev set, the reranker variants
 # at a screen budget (one epoch, one gold API and one hard negative for each of 2,000 training queries; evaluated on 25
 # queries per subset and 50 dev queries), the reranker judged alone on 20 queries per subset, and the StableToolBench
@@ -118,7 +118,7 @@ PROFILES = {
 # cross-encoder trains at 8.1 (MiniLM) and 1.15 (mpnet) pairs/s and scores at 24.4 and 4.6 pairs/s; the DPR trained
 # at 5.6 pairs/s in the first hour of the fair run (2026-11-29), not the 12.8 measured on 2026-11-25. Screen: about
 # 15 min per MiniLM variant and 1.6 h for mpnet's.
-# Unseen tests that can carry a claim (issue 50 item 4): three held-out categories per draw instead of two, the draws'
+# Unseen tests that can carry a claim: three held-out categories per draw instead of two, the draws'
 # blocks of one fixed shuffle of the 11 eligible categories (category_draw="block"), so draws 0, 1, 2 hold out nine
 # distinct categories (the main run holds out draw 0's block); the first standard draws shared Gaming.
 # Budget: weights are never committed, so the whole chain -- DPR, classifier, variants, the main reranker, scoring --
@@ -160,7 +160,7 @@ def _with(base: ExperimentConfig, overrides: dict) -> ExperimentConfig:
     return cfg
 
 
-# the standard profile since issue 50: the fair test above on the first runs' base
+# the standard profile: the fair test above on the first runs' base
 PROFILES["standard"] = _with(FIRST_RUN_STANDARD, FAIR_STANDARD)
 
 

@@ -22,7 +22,7 @@ the smoke profile) and is otherwise reported as pending with the command that pr
     heldout_table(cfg)                                           # each draw's held-out categories and their queries
     category_table(done); interval_table(done)                   # per held-out category; each subset's draw interval
 
-With ``Setup.category_draw="block"`` (issue 50's fair profile) the draws hold out disjoint categories.
+With ``Setup.category_draw="block"`` (the fair profile) the draws hold out disjoint categories.
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def evaluate_config(dcfg, path_of, evaluate, train_missing: bool = False, log=No
     seen = seen_tools(split.train)
     path = path_of(split)
     if not path.is_file() and (main := score_cache.cache_path(dcfg, split)).is_file():
-        path = main   # same key: the main run's models on the same samples (issue 50: draw 0 is the main split)
+        path = main   # same key: the main run's models on the same samples (draw 0 is the main split)
     if path.is_file():
         return evaluate(split, score_cache.load(path, sets, seen), score_cache.meta(path).get("training", {}), True)
     if not train_missing:

@@ -155,7 +155,7 @@ PROFILES = {
     # seconds: a few optimizer steps on tiny samples
     "smoke": Setup("smoke", de_pairs=48, de_batch=16, de_max_len=64, de_warmup=1, ce_queries=16, ce_neg=2,
                    ce_batch=16, ce_max_len=64, cl_examples=48, cl_batch=16, max_steps=3),
-    # full strength on this machine (issue 20): the DPR on every (query, gold API) pair, the reranker's hard negatives
+    # full strength on this machine: the DPR on every (query, gold API) pair, the reranker's hard negatives
     # from the *trained* DPR's top 30 (§4.1), two per gold API, among seen tools only; every model evaluated on dev
     # after each epoch and its best epoch kept. Measured here on 2026-11-25 with the cores to itself (2 threads, max
     # length 128): DPR 12.8 pairs/s (24,261 pairs x 2 epochs: 61 min), classifier 33.6 pairs/s (7,182 examples over 3

@@ -1,4 +1,4 @@
-"""ToolRerank on notebook 50's common set (issue 51): the standard models of notebook 10 over the head-to-head's
+"""ToolRerank on notebook 50's common set: the standard models of notebook 10 over the head-to-head's
 corpora (the 16,427-API library for I1/I2/I3, UltraTool's tools), scored once and replayed.
 
     python scripts/train_toolrerank.py --profile standard --headtohead      # writes the score cache below

@@ -67,7 +67,7 @@ def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu
 
     from toolkit.retrieval.models import resolve_model
     target, _ = resolve_model(base)
-    # a bi-encoder checkpoint with a fresh one-output head is the documented start (issue 50 questions it);
+    # a bi-encoder checkpoint with a fresh one-output head is the documented start (toolkit.toolrerank.variants questions it);
     # sentence-transformers says so on stderr ("Converting SentenceTransformer model ... to CrossEncoder"),
     # with the venv's absolute path, into every executed notebook: quiet it for this call only
     st_logger = logging.getLogger("sentence_transformers")

@@ -1,4 +1,4 @@
-"""Seen/unseen protocol on ToolLens (DESIGN §4), the way ToolBench made its unseen groups.
+"""Seen/unseen protocol on ToolLens, the way ToolBench made its unseen groups.
 
 ToolBench removed some tools, and separately whole categories, from the retriever's training
 data; test queries touching them are "unseen tool" (I1-Tool) and "unseen category" (I1-Cat,

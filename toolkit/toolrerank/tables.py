@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.metrics import evaluate
+from toolkit.runs import keep
 
 from .pipeline import Candidates, as_run, method_lists
 from .splits import AVERAGES, MULTI_SUBSETS, SEEN_SUBSETS, SINGLE_SUBSETS, SUBSETS, UNSEEN_SUBSETS  # noqa: F401
@@ -30,7 +31,10 @@ def values(cands: Mapping[str, Candidates], method, metrics=("ndcg@5", "recall@5
     (the paired significance tests of :func:`toolkit.toolrerank.analysis.claims`)."""
     out = {}
     for name, c in cands.items():
-        pq = evaluate(as_run(method_lists(c, method)), c.dataset.qrels, list(metrics), per_query=True)
+        run = as_run(method_lists(c, method))
+        keep(name, method if isinstance(method, str) else "ToolRerank " + " ".join(
+            f"{k}={v}" for k, v in vars(method).items()), run, c.dataset.qrels)
+        pq = evaluate(run, c.dataset.qrels, list(metrics), per_query=True)
         out[name] = {m: float(np.mean(list(v.values()))) for m, v in pq.items()}   # evaluate's own mean
         if per_query is not None and per_query_metric in pq:
             per_query[name] = pq[per_query_metric]

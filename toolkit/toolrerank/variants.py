@@ -1,4 +1,4 @@
-"""Reranker variants (issue 50): does the reranker lose to the retriever because of where it starts?
+"""Reranker variants: does the reranker lose to the retriever because of where it starts?
 
 Our first runs started the reranker from the same checkpoint as the DPR (all-MiniLM-L6-v2) with a fresh one-logit
 head: the DPR inherits retrieval pretraining, the cross-encoder none. Each variant changes only the reranker

@@ -169,6 +169,11 @@ def local_kernel_manager():
     return IPCKernelManager
 
 
+# seconds a kernel may take to answer its first message: papermill's 60 s is too short on a loaded machine (two
+# cores shared by several runs at nice 19); a kernel that never answers still fails, naming the timeout
+KERNEL_START_TIMEOUT = 300
+
+
 class RunInterrupted(Exception):
     """A run stopped by Ctrl-C (SIGINT): the runner's one-line report of it."""
 
@@ -242,7 +247,8 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     try:
         pm.execute_notebook(str(path), str(running), parameters={"profile": profile, **params}, kernel_name="python3",
                             cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output,
-                            request_save_on_cell_execute=False, kernel_manager_class=local_kernel_manager())
+                            request_save_on_cell_execute=False, kernel_manager_class=local_kernel_manager(),
+                            start_timeout=KERNEL_START_TIMEOUT)
     except BaseException as e:
         # the failed copy shows the failure; the JSON, notebook and figures beside it are the previous good run:
         # mark them so that whoever reads them (compare, check) says so

@@ -134,7 +134,10 @@ def test_an_error_that_is_not_pending_is_not_hidden():
         def online(self, queries):
             raise RuntimeError("bug")
     with pytest.raises(RuntimeError, match="bug"):
-        B.run_benchmark({"broken": Broken}, _toy_sets(), log=None)
+        B.run_benchmark({"broken": Broken}, _toy_sets(), log=None, on_error="raise")
+    # recorded (the default): the method is marked failed with its error, not left out
+    res = B.run_benchmark({"broken": Broken}, _toy_sets(), log=None)
+    assert {f["error"] for f in res.failed} == {"RuntimeError: bug"}
 
 
 def test_pareto_front():

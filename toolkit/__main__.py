@@ -235,8 +235,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from .runner import RunInterrupted
     try:
         return args.func(args) or 0
+    except RunInterrupted as e:
+        print(f"interrupted: {e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print(f"interrupted: python -m toolkit {args.command} stopped by Ctrl-C", file=sys.stderr)
+        return 130
     except (KeyError, ValueError, TypeError, FileNotFoundError, NotADirectoryError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"error: {msg}", file=sys.stderr)

@@ -39,6 +39,8 @@ def check_value(what: str, value: Any, default: Any, expected: tuple = (), optio
     ``None`` fits only when ``optional`` (or nothing is known about the type). ``what`` names the
     parameter in the message, e.g. ``"40_querygen parameter 'k'"``."""
     expected = expected or ((type(default),) if default is not None else ())
+    if (bad := non_finite(value)) is not None:
+        raise ValueError(f"{what} must be a finite number, got {bad!r} (nan and inf are not parameter values)")
     if value is None:
         if optional or not expected:
             return
@@ -47,6 +49,21 @@ def check_value(what: str, value: Any, default: Any, expected: tuple = (), optio
     got = "None" if value is None else f"{type(value).__name__} {value!r}"
     raise TypeError(f"{what} must be {_type_name(expected)}{' or None' if optional else ''} "
                     f"(default {default!r}), got {got}")
+
+
+def non_finite(value: Any) -> float | str | None:
+    """The first non-finite float (nan, inf, -inf: ``-p k1=1e999``, papermill's ``-p k1 nan``) in ``value`` or in the
+    lists, tuples and dict values it holds; None when every number is finite."""
+    import math
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            if (bad := non_finite(v)) is not None:
+                return bad
+    return None
 
 
 def _annotation(cls: type, name: str) -> tuple[tuple, bool]:

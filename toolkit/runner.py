@@ -110,10 +110,17 @@ KERNEL_WARNING_FILTERS = ("ignore:IProgress not found",)
 KERNEL_QUIET = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
 
 
+# environment variables naming files or directories: the kernel runs in notebooks/, so a relative value given to
+# the runner (TOOLKIT_RESULTS=relres) is made absolute from the directory the runner was started in
+PATH_VARIABLES = ("TOOLKIT_RESULTS", "TOOLKIT_FIGURES", "TOOLKIT_DATA", "TOOLKIT_CACHE", "TOOLKIT_LLM_CACHE",
+                  "TOOLKIT_EMBEDDING_LOG", "TOOLKIT_COMMITTED_EMBEDDINGS")
+
+
 def prepare_kernel_env() -> None:
     """Set what a notebook kernel started from this process inherits: this clone's ``toolkit`` first on
     ``PYTHONPATH``, the ``PYTHONWARNINGS`` filters and the progress-bar switches above (existing
-    entries kept)."""
+    entries kept), and the path variables of :data:`PATH_VARIABLES` made absolute (from this process's
+    working directory: the kernel's is ``notebooks/``)."""
     def merged(var, sep, first):
         rest = [p for p in os.environ.get(var, "").split(sep) if p and p not in first]
         return sep.join([*first, *rest])
@@ -121,57 +128,167 @@ def prepare_kernel_env() -> None:
     os.environ["PYTHONWARNINGS"] = merged("PYTHONWARNINGS", ",", list(KERNEL_WARNING_FILTERS))
     for name, value in KERNEL_QUIET.items():
         os.environ.setdefault(name, value)
+    for name in PATH_VARIABLES:
+        value = os.environ.get(name)
+        if value:
+            os.environ[name] = str(Path(value).expanduser().absolute())
 
 
 def local_kernel_manager():
-    """The kernel manager papermill starts kernels with: jupyter_client's, over IPC (Unix sockets in the
-    runtime directory) instead of TCP on localhost, so the kernel has no open port and no reason to warn
-    "Kernel is running over TCP without encryption" at every run."""
+    """The kernel manager papermill starts kernels with: jupyter_client's, over IPC (Unix sockets) instead of TCP
+    on localhost, so the kernel has no open port and no reason to warn "Kernel is running over TCP without
+    encryption" at every run. The sockets live in a private directory made for each kernel (jupyter_client's
+    default names them ``kernel-ipc-N`` in the working directory, ``notebooks/``, where two runs started together
+    pick the same N and one kernel never answers); the directory is removed when the kernel shuts down."""
+    import shutil
+    import tempfile
+
     from jupyter_client import AsyncKernelManager
     from traitlets import default
 
     class IPCKernelManager(AsyncKernelManager):
+        ipc_dir: str | None = None
+
         @default("transport")
         def _default_transport(self):
             return "ipc"
 
+        def _ip_default(self) -> str:
+            if self.transport != "ipc":
+                return super()._ip_default()
+            self.ipc_dir = tempfile.mkdtemp(prefix="toolkit-kernel-")
+            return os.path.join(self.ipc_dir, "kernel-ipc")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart and self.ipc_dir:
+                shutil.rmtree(self.ipc_dir, ignore_errors=True)
+
+        cleanup_resources = _async_cleanup_resources
+
     return IPCKernelManager
+
+
+# seconds a kernel may take to answer its first message: papermill's 60 s is too short on a loaded machine (two
+# cores shared by several runs at nice 19); a kernel that never answers still fails, naming the timeout
+KERNEL_START_TIMEOUT = 300
+
+
+class RunInterrupted(Exception):
+    """A run stopped by Ctrl-C (SIGINT): the runner's one-line report of it."""
+
+
+def _scratch_figures(figures: Path, stem: str, profile: str) -> Path:
+    """The directory a run's kernel writes figures into (``TOOLKIT_FIGURES``): moved over ``figures`` only when
+    the run succeeds, as the executed notebook is, so a failed or interrupted run leaves the committed figures
+    beside the results they were drawn from."""
+    return figures / f".running-{stem}-{profile}-{os.getpid()}"
+
+
+def _swap_figures(scratch: Path, figures: Path) -> list[Path]:
+    """Move every file the run wrote under ``scratch`` to the same place under ``figures``; remove ``scratch``."""
+    import shutil
+    moved = []
+    for f in sorted(scratch.rglob("*")):
+        if f.is_file():
+            dest = figures / f.relative_to(scratch)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            f.replace(dest)
+            moved.append(dest)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return moved
+
+
+def _disk_full(e: BaseException) -> bool:
+    import errno
+    return (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e)
+
+
+def _write_marker(marker: Path, text: str) -> None:
+    """Write the failure marker; on a full disk remove the partial file and say which file could not be written."""
+    try:
+        marker.write_text(text)
+    except OSError as e:
+        marker.unlink(missing_ok=True)
+        raise OSError(e.errno, f"could not write the failure marker {marker} ({e.strerror or e}); free space on that "
+                               f"disk, then re-run") from None
 
 
 def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
                  output: Path | None = None, log_output: bool = False) -> Path:
+    """Execute notebook ``name`` into ``output`` (default ``results/<notebook>/<profile>.ipynb``). The executed copy
+    and the figures are written to scratch places and replace the stored ones only when the whole run succeeds;
+    a failure or Ctrl-C leaves them as they were, writes ``<profile>.failed`` (naming the failed executed copy when
+    one exists) and removes a half-written ``<profile>.tmp`` results file."""
+    import shutil
+
     import papermill as pm
+
+    from .paths import figures_dir
     check_profile(profile)
     path = notebook_path(name)
     params = fold_overrides(path, dict(params or {}), profile)
     check_parameters(path, params)
     out = output or results_dir() / path.stem / f"{profile}.ipynb"
-    out.parent.mkdir(parents=True, exist_ok=True)
     prepare_kernel_env()
+    out = out.absolute()
+    out.parent.mkdir(parents=True, exist_ok=True)
     marker = out.with_suffix(".failed")
     # executed into a scratch copy that replaces the stored notebook only when the run succeeds: a failed run
     # never overwrites a committed executed notebook
     running = out.with_name(f"{out.stem}.running.ipynb")
     failed_copy = out.with_name(f"{out.stem}.failed.ipynb")
+    failed_copy.unlink(missing_ok=True)          # an earlier failure's copy is not this run's
+    figures = figures_dir().absolute()
+    scratch = _scratch_figures(figures, path.stem, profile)
+    shutil.rmtree(scratch, ignore_errors=True)
+    previous = os.environ.get("TOOLKIT_FIGURES")
+    os.environ["TOOLKIT_FIGURES"] = str(scratch)
     try:
         pm.execute_notebook(str(path), str(running), parameters={"profile": profile, **params}, kernel_name="python3",
                             cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output,
-                            request_save_on_cell_execute=False, kernel_manager_class=local_kernel_manager())
-    except Exception as e:
-        # the failed copy shows the failure; the JSON and notebook beside it are the previous good run: mark
-        # them so that whoever reads them (compare, check) says so
+                            request_save_on_cell_execute=False, kernel_manager_class=local_kernel_manager(),
+                            start_timeout=KERNEL_START_TIMEOUT)
+    except BaseException as e:
+        # the failed copy shows the failure; the JSON, notebook and figures beside it are the previous good run:
+        # mark them so that whoever reads them (compare, check) says so
+        shutil.rmtree(scratch, ignore_errors=True)
+        (results_dir().absolute() / path.stem / f"{profile}.tmp").unlink(missing_ok=True)
         if running.is_file():
             running.replace(failed_copy)
+        interrupted = isinstance(e, KeyboardInterrupt)
         msg = str(e).strip().splitlines()
-        marker.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {type(e).__name__}: {msg[-1] if msg else ''} "
-                          f"(executed copy: {failed_copy.name})\n")
+        what = "interrupted (Ctrl-C)" if interrupted else f"{type(e).__name__}: {msg[-1] if msg else ''}"
+        copy = (f"executed copy: {failed_copy.name}" if failed_copy.is_file()
+                else "no executed copy: the kernel stopped before the notebook was saved")
+        _write_marker(marker, f"{time.strftime('%Y-%m-%d %H:%M:%S')} {what} ({copy})\n")
+        if interrupted:
+            raise RunInterrupted(f"{path.stem} ({profile}) interrupted; the stored results, notebook and figures are "
+                                 f"the previous run's, marked by {relative_to_cwd(marker)}") from None
+        if _disk_full(e):
+            raise OSError(28, f"{path.stem} ({profile}): the disk is full ({msg[-1] if msg else e}); the run writes "
+                              f"{relative_to_cwd(out.parent)} and {relative_to_cwd(figures)}: free space there, "
+                              f"then re-run") from None
         raise
+    finally:
+        if previous is None:
+            os.environ.pop("TOOLKIT_FIGURES", None)
+        else:
+            os.environ["TOOLKIT_FIGURES"] = previous
     if running.is_file():
         _as_document(running, path, out)
         running.replace(out)
+    _swap_figures(scratch, figures)
     marker.unlink(missing_ok=True)
-    failed_copy.unlink(missing_ok=True)
     return out
+
+
+def relative_to_cwd(path: Path) -> str:
+    """``path`` relative to the working directory when inside it (messages), else absolute."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -216,7 +333,10 @@ def run(names: list[str], profile: str, params: dict | None = None, stream=sys.s
         print(f"[{i}/{len(names)}] {name} ({profile}) ...", end=" ", flush=True, file=stream)
         try:
             out = run_notebook(name, profile, params)
-            print(f"ok in {time.time() - t:.1f}s -> {out}", file=stream, flush=True)
+            print(f"ok in {time.time() - t:.1f}s -> {relative_to_cwd(out)}", file=stream, flush=True)
+        except RunInterrupted as e:
+            print(f"INTERRUPTED after {time.time() - t:.1f}s", file=stream, flush=True)
+            raise
         except Exception as e:  # report and go on with the next notebook
             failed += 1
             msg = str(e).strip().splitlines()

@@ -55,6 +55,13 @@ def _check(a: Mapping, b: Mapping, n_permutations: int, what: str = "") -> None:
         raise ValueError(f"paired_randomization: no queries to compare{what}")
     if n_permutations < 1:
         raise ValueError(f"paired_randomization: n_permutations must be >= 1, got {n_permutations}")
+    for which, scores in (("first", a), ("second", b)):
+        bad = [q for q, v in scores.items() if not np.isfinite(float(v))]
+        if bad:
+            raise ValueError(f"paired_randomization: the {which} system's score is not a finite number for {len(bad)} "
+                             f"quer{'y' if len(bad) == 1 else 'ies'}{what} (e.g. {bad[0]!r}: {scores[bad[0]]}); a NaN "
+                             "would make every sign flip miss and give the smallest p -- score the query or drop it "
+                             "from both systems")
 
 
 def _sign_flip_p(wd: np.ndarray, n_permutations: int, seed: int) -> float:
@@ -196,7 +203,10 @@ def win_tie_loss(a: Mapping, b: Mapping, tol: float = 1e-9) -> dict:
 
 
 def p_label(p: float) -> str:
-    """``"p=0.012"``, or ``"p<0.001"`` below what 10,000 permutations resolve."""
+    """``"p=0.012"``, ``"p<0.001"`` below what 10,000 permutations resolve, ``"p=n/a"`` for a p that is not a number
+    (no test: NaN compares False with everything, so it must not fall into the "p<0.001" branch)."""
+    if p is None or not np.isfinite(p):
+        return "p=n/a"
     return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
 
 
@@ -206,5 +216,6 @@ def p_text(tests: list[dict], sep: str = "; ") -> str:
 
 
 def within_noise(tests: list[dict], alpha: float = 0.05) -> list[dict]:
-    """The comparisons whose difference the sample cannot resolve (p >= ``alpha``)."""
-    return [t for t in tests if t["p"] >= alpha]
+    """The comparisons whose difference the sample cannot resolve (p >= ``alpha``; a p that is not a number, no test,
+    counts as unresolved)."""
+    return [t for t in tests if t["p"] is None or not np.isfinite(t["p"]) or t["p"] >= alpha]

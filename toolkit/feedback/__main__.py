@@ -175,6 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage in ("test", "toolretriever", "toolretriever-loop"):
         if args.group not in groups:
             p.error(f"{args.stage} needs --group, one of {', '.join(groups)} (All is the union of I1-I3)")
+    try:
+        return _run_stage(args, cfg)
+    except stages.HistoryUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run_stage(args, cfg) -> int:
     if args.stage == "status":
         print_status(cfg)
     elif args.stage == "warmup":

@@ -91,18 +91,59 @@ def history_dir() -> Path:
     return models_dir().parent / "feedback-from-history"
 
 
+class HistoryUnavailable(RuntimeError):
+    """A kept model left the tree and this copy cannot look it up in the git history (a shallow clone, no ``git``,
+    an exported tarball): retraining it would take hours, so the stage stops and says how to get the history."""
+
+
+# set to 1 to train a model anew when its kept copy cannot be restored from the history (hours for standard)
+RETRAIN_VARIABLE = "TOOLKIT_RETRAIN"
+
+
 def _git(*args: str, **kw):
+    """``git -C <repo> args`` (captured, not checked); None when no ``git`` is on PATH."""
     import subprocess
     from toolkit.paths import REPO
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=False, **kw)
+    try:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=False, **kw)
+    except FileNotFoundError:
+        return None
+
+
+def history_missing() -> str | None:
+    """Why this copy's git history cannot be searched for a model that left the tree, or None when it can: no
+    ``git`` on PATH, not a git clone (an exported tarball), or a shallow clone (the commits that kept the models are
+    not here)."""
+    r = _git("rev-parse", "--is-shallow-repository", text=True)
+    if r is None:
+        return "no `git` is on PATH"
+    if r.returncode != 0:
+        return "this copy is not a git clone (no history)"
+    if r.stdout.strip() == "true":
+        return "this clone is shallow (its history lacks the commits that kept the models)"
+    return None
+
+
+def _no_history(name: str, why: str) -> None:
+    """A model whose kept copy the history cannot be asked for: a smoke model (seconds) or ``TOOLKIT_RETRAIN=1``
+    trains, said in a log line; anything else raises :class:`HistoryUnavailable` with the fix."""
+    import os
+    if name.startswith("smoke-") or os.environ.get(RETRAIN_VARIABLE) == "1":
+        _log(f"{name}: {why}; the kept copy cannot be looked up in the git history: training it")
+        return
+    raise HistoryUnavailable(f"{name}: {why}, so its kept weights cannot be restored from the git history; run "
+                             "`git fetch --unshallow` in a shallow clone (or install git / clone the repository with "
+                             f"its history), then re-run; to train it anew instead (hours on CPU) set "
+                             f"{RETRAIN_VARIABLE}=1")
 
 
 def restore_from_history(name: str) -> tuple[Path, dict] | None:
     """Model weights leave the tree (no weights in a clone's working tree), not the history: the
     parent of the commit that deleted ``data/models/feedback/<name>`` still holds them, bit for bit. Extract
-    that copy (``git archive``) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None when the
-    history never held it or is not here (a shallow clone: ``git fetch --unshallow``, or let the stage retrain
-    it, which :func:`check_same_retriever` guards)."""
+    that copy (``git archive``) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None (with a log
+    line saying why) when the history never held it, so the stage trains it. When the history cannot be searched
+    (:func:`history_missing`: a shallow clone, no ``git``) a smoke model trains (seconds) and any other raises
+    :class:`HistoryUnavailable` naming ``git fetch --unshallow`` (retraining would take hours)."""
     import io
     import shutil
     import tarfile
@@ -110,16 +151,22 @@ def restore_from_history(name: str) -> tuple[Path, dict] | None:
     from toolkit import paths
     from toolkit.training import trained
     if not KEPT_DIR.is_relative_to(paths.REPO):          # kept outside the repository: no history holds it
+        _log(f"{name}: the kept-model directory {KEPT_DIR} is outside the repository, no history holds it: training it")
         return None
     rel = f"{KEPT_DIR.relative_to(paths.REPO).as_posix()}/{name}"
+    if why := history_missing():
+        _no_history(name, why)
+        return None
     log = _git("log", "--diff-filter=D", "-1", "--format=%H", "--", rel, text=True)
-    commit = log.stdout.strip() if log.returncode == 0 else ""
+    commit = log.stdout.strip() if log is not None and log.returncode == 0 else ""
     if not commit:
+        _log(f"{name}: the git history never kept it ({rel}): training it")
         return None
     tar = _git("archive", "--format=tar", f"{commit}^", rel)
-    if tar.returncode != 0:
-        raise RuntimeError(f"git archive {commit}^ {rel} failed ({tar.stderr.decode(errors='replace').strip()}): "
-                           f"the history names the model but cannot give it back")
+    if tar is None or tar.returncode != 0:
+        err = "no git" if tar is None else tar.stderr.decode(errors="replace").strip()
+        raise RuntimeError(f"git archive {commit}^ {rel} failed ({err}): the history names the model but cannot give "
+                           f"it back")
     tmp = history_dir() / f"{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as t:

@@ -85,6 +85,10 @@ class MethodPending(Exception):
     """Raised by ``offline`` or ``online`` when the method's inputs are not available."""
 
     def __init__(self, pending: Pending):
+        if not isinstance(pending, Pending):
+            raise TypeError(f"MethodPending takes a Pending record, got {type(pending).__name__} {pending!r}: raise "
+                            f"MethodPending(Pending(reason={pending!r}, command='<the command that produces the "
+                            "inputs>')) (from toolkit.methods import Pending)")
         super().__init__(f"pending: {pending.reason} (produce with: {pending.command})")
         self.pending = pending
 

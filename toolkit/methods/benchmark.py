@@ -108,7 +108,9 @@ class Result:
     costs: dict[str, Cost]                      # method -> its cost on the library (else its first corpus)
     pending: list[dict]                         # method, set, reason, command, estimate (Cost), estimate_note
     kinds: dict[str, str] = field(default_factory=dict)     # method -> "cheap" | "single" | "combination"
-    parts: dict[str, list[str]] = field(default_factory=dict)   # combination -> its parts' names
+    parts: dict[str, list[str]] = field(default_factory=dict)   # combination -> its parts' benchmark keys
+    failed: list[dict] = field(default_factory=list)        # method, set, error: a method that raised on that set
+    warnings: list[str] = field(default_factory=list)       # runs that dropped queries or named unknown documents
 
     def values(self) -> pd.DataFrame:
         """Mean and n per (set, method, metric), with the I1-I3 union."""
@@ -145,41 +147,160 @@ def _corpus_groups(sets: Mapping[str, RetrievalDataset]) -> list[list[str]]:
     return list(groups.values())
 
 
+class MethodTimeout(TimeoutError):
+    """A method's offline and online steps on one corpus took longer than ``run_benchmark``'s ``timeout_s``."""
+
+
+def _check_factories(methods: Mapping[str, Callable[[], Method]]) -> None:
+    """Each value must make a fresh :class:`Method` (the class or a zero-argument factory), not be one."""
+    for name, factory in methods.items():
+        if isinstance(factory, Method):
+            cls = type(factory).__name__
+            raise TypeError(f"run_benchmark: methods[{name!r}] is an instance of {cls}; give the class (or a "
+                            f"zero-argument factory) so that each corpus gets a fresh one: {{{name!r}: {cls}}}")
+        if not callable(factory):
+            raise TypeError(f"run_benchmark: methods[{name!r}] must be a Method class or a zero-argument factory, "
+                            f"got {type(factory).__name__} {factory!r}")
+
+
+def checked_run(name: str, label: str, run, ds: RetrievalDataset) -> tuple[dict, list[str]]:
+    """``run`` as returned by method ``name``'s ``online`` on set ``label``, checked: a ``{qid: {doc_id: score}}``
+    mapping (a list or tuples is a TypeError saying so), every score a finite number (a NaN is a ValueError naming
+    the method, set, query and document). Returns the run and its warnings: queries of the set it dropped (they
+    score 0) and documents not in the corpus (they can never be relevant), counted."""
+    import math
+    from collections.abc import Mapping as AnyMapping
+    where = f"method {name!r} on {label}"
+    if not isinstance(run, AnyMapping):
+        hint = (" (a list of (doc_id, score) pairs? return one dict per query: {qid: dict(pairs)})"
+                if isinstance(run, (list, tuple)) else "")
+        raise TypeError(f"{where}: online() must return a run {{qid: {{doc_id: score}}}}, got "
+                        f"{type(run).__name__}{hint}")
+    for q, ranked in run.items():
+        if not isinstance(ranked, AnyMapping):
+            raise TypeError(f"{where}: the run's entry for query {q!r} must be {{doc_id: score}}, got "
+                            f"{type(ranked).__name__} {str(ranked)[:80]}"
+                            + (" (turn (doc_id, score) pairs into a dict)" if isinstance(ranked, (list, tuple)) else ""))
+        for d, v in ranked.items():
+            try:
+                ok = math.isfinite(float(v))
+            except (TypeError, ValueError):
+                raise TypeError(f"{where}: query {q!r}, document {d!r}: the score must be a number, got "
+                                f"{type(v).__name__} {v!r}") from None
+            if not ok:
+                raise ValueError(f"{where}: query {q!r} scores document {d!r} {v} (not a finite number); a NaN or "
+                                 f"inf score has no rank -- return finite scores")
+    warns = []
+    dropped = [q for q in ds.queries if q not in run]
+    if dropped:
+        warns.append(f"{where}: {len(dropped)} of {len(ds.queries)} queries missing from the run, scored 0 "
+                     f"(e.g. {dropped[:3]})")
+    unknown = {d for ranked in run.values() for d in ranked if d not in ds.corpus}
+    if unknown:
+        warns.append(f"{where}: {len(unknown)} document ids not in the corpus ({len(ds.corpus)} documents), never "
+                     f"relevant (e.g. {sorted(unknown)[:3]})")
+    return run, warns
+
+
+def _alarm(timeout_s: float | None, what: str):
+    """A context that raises :class:`MethodTimeout` in the main thread after ``timeout_s`` (SIGALRM); elsewhere, or
+    without a timeout, nothing."""
+    import contextlib
+    import signal
+    import threading
+    if not timeout_s or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def ctx():
+        def fire(signum, frame):
+            raise MethodTimeout(f"{what} took longer than timeout_s={timeout_s:g} s")
+        old = signal.signal(signal.SIGALRM, fire)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+    return ctx()
+
+
 def run_benchmark(methods: Mapping[str, Callable[[], Method]], sets: Mapping[str, RetrievalDataset],
-                  ties: str = "trec", log: Callable[[str], None] | None = print) -> Result:
+                  ties: str = "trec", log: Callable[[str], None] | None = print, on_error: str = "record",
+                  timeout_s: float | None = None) -> Result:
     """Every method on every set: one instance per corpus (``methods``: name -> zero-argument factory, e.g. the
-    class), ``offline`` once, ``online`` per set, both timed. A :class:`MethodPending` from either step makes the
-    method pending on that corpus's sets (its reason, command and estimate kept); any other error propagates."""
-    rows, pending, costs, kinds, parts = [], [], {}, {}, {}
+    class), ``offline`` once, ``online`` per set, both timed; a progress line per method and corpus (``log``). A
+    :class:`MethodPending` from either step makes the method pending on that corpus's sets (its reason, command and
+    estimate kept). Any other error (a bug, a run that is not ``{qid: {doc_id: score}}`` or holds a NaN:
+    :func:`checked_run`, or more than ``timeout_s`` seconds on one corpus) marks the method failed on those sets
+    with the error (``Result.failed``, the leaderboard's ``failed`` column) and the benchmark goes on with the
+    others; ``on_error="raise"`` propagates it instead. Dropped queries and unknown document ids are counted in
+    ``Result.warnings`` (and logged)."""
+    if on_error not in ("record", "raise"):
+        raise ValueError(f"run_benchmark: on_error must be 'record' or 'raise', got {on_error!r}")
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"run_benchmark: timeout_s must be > 0 seconds or None, got {timeout_s}")
+    _check_factories(methods)
+    rows, pending, costs, kinds, failed, warns = [], [], {}, {}, [], []
+    signatures: dict[str, tuple[type, str]] = {}              # key -> (type, name) of its instance
+    combos: dict[str, list[tuple[Callable, type, str]]] = {}  # combination -> its parts' (factory, type, name)
     groups = _corpus_groups(sets)
+    total, step = len(methods) * len(groups), 0
     for name, factory in methods.items():
         for labels in groups:
+            step += 1
+            sets_text = "/".join(labels)
+            if log:
+                log(f"[{step}/{total}] {name} on {sets_text} ...")
             corpus = sets[labels[0]].corpus
-            m = factory()
-            kinds[name] = "combination" if m.combination else "cheap" if m.cheap else "single"
-            if m.combination:
-                parts[name] = [p.name for p in getattr(m, "parts", [])]
-            t0 = time.perf_counter()
             try:
-                m.offline(corpus)
-                offline_s = time.perf_counter() - t0
-                online_s, n = 0.0, 0
-                for label in labels:
-                    ds = sets[label]
-                    t = time.perf_counter()
-                    run = m.online(ds.query_texts())
-                    online_s += time.perf_counter() - t
-                    n += len(ds.queries)
-                    keep(label, name, run, ds.qrels, ties=ties)
-                    for metric, values in per_query_metrics(run, ds.qrels, ties).items():
-                        rows += [(label, name, q, metric, v) for q, v in values.items()]
+                m = factory()
+                if not isinstance(m, Method):
+                    raise TypeError(f"run_benchmark: methods[{name!r}]() returned {type(m).__name__}, not a Method "
+                                    "(subclass toolkit.methods.Method)")
+                kinds[name] = "combination" if m.combination else "cheap" if m.cheap else "single"
+                signatures.setdefault(name, (type(m), m.name))
+                if m.combination:
+                    combos[name] = [(f, type(p), p.name) for f, p in zip(getattr(m, "factories", [None] * len(
+                        getattr(m, "parts", []))), getattr(m, "parts", []))]
+                t0 = time.perf_counter()
+                with _alarm(timeout_s, f"method {name!r} on {sets_text}"):
+                    m.offline(corpus)
+                    offline_s = time.perf_counter() - t0
+                    online_s, n, got = 0.0, 0, []
+                    for label in labels:
+                        ds = sets[label]
+                        t = time.perf_counter()
+                        run = m.online(ds.query_texts())
+                        online_s += time.perf_counter() - t
+                        run, w = checked_run(name, label, run, ds)
+                        n += len(ds.queries)
+                        got.append((label, run, ds, w))
             except MethodPending as e:
                 p = e.pending
                 pending += [{"method": name, "set": label, "reason": p.reason, "command": p.command,
                              "estimate": p.estimate, "estimate_note": p.estimate_note} for label in labels]
                 if log:
-                    log(f"{name:<34} {'/'.join(labels):<14} pending: {p.reason}")
+                    log(f"{name:<34} {sets_text:<14} pending: {p.reason}")
                 continue
+            except Exception as e:
+                if on_error == "raise":
+                    raise
+                msg = str(e).strip().splitlines()
+                error = f"{type(e).__name__}: {msg[-1] if msg else ''}"
+                kinds.setdefault(name, "single")
+                failed += [{"method": name, "set": label, "error": error} for label in labels]
+                if log:
+                    log(f"{name:<34} {sets_text:<14} FAILED: {error}")
+                continue
+            for label, run, ds, w in got:
+                keep(label, name, run, ds.qrels, ties=ties)
+                for metric, values in per_query_metrics(run, ds.qrels, ties).items():
+                    rows += [(label, name, q, metric, v) for q, v in values.items()]
+                for line in w:
+                    warns.append(line)
+                    if log:
+                        log(f"  warning: {line}")
             c = m.cost
             if c.index_seconds is None:
                 c = replace(c, index_seconds=offline_s)
@@ -188,11 +309,42 @@ def run_benchmark(methods: Mapping[str, Callable[[], Method]], sets: Mapping[str
             if name not in costs or labels[0] in IN_DOMAIN:      # the library's cost is the one reported
                 costs[name] = c
             if log:
-                log(f"{name:<34} {'/'.join(labels):<14} offline {offline_s:6.1f}s  online {online_s:6.1f}s "
+                log(f"{name:<34} {sets_text:<14} offline {offline_s:6.1f}s  online {online_s:6.1f}s "
                     f"({n} queries)")
+    parts = {}
+    for combo, infos in combos.items():
+        keys = part_keys(methods, signatures, kinds, infos)
+        if keys is None:
+            line = (f"combination {combo!r}: its parts ({', '.join(n for _, _, n in infos)}) are not each one method "
+                    "of the benchmark, so its cost is its own measured one, not the sum of its parts'")
+            warns.append(line)
+            if log:
+                log(f"  warning: {line}")
+        else:
+            parts[combo] = keys
     costs = resolve_costs(costs, parts)
     per_query = pd.DataFrame(rows, columns=["set", "method", "qid", "metric", "value"])
-    return Result(per_query, costs, pending, kinds, parts)
+    return Result(per_query, costs, pending, kinds, parts, failed, warns)
+
+
+def part_keys(methods: Mapping[str, Callable[[], Method]], signatures: Mapping[str, tuple[type, str]],
+              kinds: Mapping[str, str], infos: list[tuple[Callable | None, type, str]]) -> list[str] | None:
+    """The benchmark keys of a combination's parts (``infos``: each part's factory, type and ``.name``): the key
+    whose factory is the part's, else the one method of the same type and name, else the key equal to the part's
+    name among those; None when a part matches no single method (its cost is then not summed). Keys, not ``.name``:
+    a user method named "BM25" under the key "mine" is not the suite's BM25."""
+    singles = [k for k in methods if kinds.get(k) != "combination"]
+    out = []
+    for factory, typ, pname in infos:
+        keys = [k for k in singles if factory is not None and methods[k] is factory]
+        if len(keys) != 1:
+            keys = [k for k in singles if signatures.get(k) == (typ, pname)] or keys
+        if len(keys) > 1 and pname in keys:
+            keys = [pname]
+        if len(keys) != 1:
+            return None
+        out.append(keys[0])
+    return out
 
 
 def resolve_costs(costs: Mapping[str, Cost], parts: Mapping[str, list[str]]) -> dict[str, Cost]:
@@ -237,6 +389,9 @@ def leaderboard(result: Result, n_permutations: int = 10_000, sets: tuple[str, .
     pend: dict[str, list[str]] = {}
     for p in result.pending:
         pend.setdefault(p["method"], []).append(p["set"])
+    fails: dict[str, dict[str, list[str]]] = {}
+    for f in result.failed:
+        fails.setdefault(f["method"], {}).setdefault(f["error"], []).append(f["set"])
     rows = []
     for m, kind in result.kinds.items():
         row = {"method": m, "kind": kind}
@@ -252,6 +407,8 @@ def leaderboard(result: Result, n_permutations: int = 10_000, sets: tuple[str, .
         row["online s/query"] = None if c is None else c.online_seconds_per_query
         row["offline min"] = None if c is None else round(c.offline_minutes, 1)
         row["pending"] = ", ".join(pend.get(m, []))
+        if result.failed:          # the column only when a method failed: a clean run's table stays as it was
+            row["failed"] = "; ".join(f"{', '.join(ss)}: {err}" for err, ss in fails.get(m, {}).items())
         rows.append(row)
     return pd.DataFrame(rows).set_index("method")
 

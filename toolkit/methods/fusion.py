@@ -47,6 +47,7 @@ class Fusion(Method):
     def __init__(self, name: str, parts: Sequence[Callable[[], Method]], k: int = RRF_K, depth: int = 100):
         super().__init__()
         self.name, self.k, self.depth = name, k, depth
+        self.factories = list(parts)        # the benchmark finds each part's own row by its factory
         self.parts = [p() for p in parts]
         self.cheap = all(p.cheap for p in self.parts)
 

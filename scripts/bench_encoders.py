@@ -78,13 +78,20 @@ def backends(model: str, threads: int) -> dict:
     return out
 
 
+CPU_PER_WALL: list[float] = []     # process CPU seconds / wall seconds of the last timed run (all its threads)
+
+
 def seconds(run, repeats: int) -> float:
-    """Median wall seconds of ``run()`` over ``repeats`` calls."""
-    times = []
+    """Median wall seconds of ``run()`` over ``repeats`` calls. Also keeps, in :data:`CPU_PER_WALL`, the process's
+    CPU seconds over the wall seconds of those calls: ~threads when the cores are free; far above the work done when
+    threads spin at barriers while a competing process holds a core."""
+    times, cpu = [], 0.0
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         run()
         times.append(time.perf_counter() - t)
+        cpu += time.process_time() - c
+    CPU_PER_WALL[:] = [cpu / max(sum(times), 1e-9)]
     return statistics.median(times)
 
 
@@ -153,9 +160,12 @@ def main(argv=None):
         st.encode(sample[:32], batch_size=32)      # first call: one-off set-up, outside every timer
         # the cross-check, before any other backend exists: a direct encode and this script's loop, same state
         direct = direct_docs_per_second(st, sample, args.repeats)
+        cpu = {"direct": CPU_PER_WALL[0]}
         rates = {"torch": docs_per_second(st, sample, args.repeats)}
+        cpu["loop"] = CPU_PER_WALL[0]
         encs = backends(model, threads)            # loads and exports: outside the timers
         with_others = docs_per_second(st, sample, args.repeats)
+        cpu["with others"] = CPU_PER_WALL[0]
         msets = sets if model != "mpnet" else {k: sets[k] for k in args.mpnet_sets}
         ref = {k: top10(encs["torch"], ds) for k, ds in msets.items()}
         rows, identical = {}, {}
@@ -171,14 +181,15 @@ def main(argv=None):
                 cells.append(f"{agree:7.2%} / {same:4d} of {len(top)} / {np.abs(S - ref[k][1]).max():.1e}")
             rows[name], identical[name] = cells, same_all
         after_others_ran = direct_docs_per_second(st, sample, args.repeats)
-        print(f"  cross-check (docs/s; ratio to the direct call):\n"
-              f"    direct SentenceTransformer.encode, no other backend yet   {direct:8.1f}   1.00\n"
+        cpu["after"] = CPU_PER_WALL[0]
+        print(f"  cross-check (docs/s; ratio to the direct call; process CPU s per wall s):\n"
+              f"    direct SentenceTransformer.encode, no other backend yet   {direct:8.1f}   1.00   {cpu['direct']:.2f}\n"
               f"    this script's torch loop, no other backend yet            {rates['torch']:8.1f}   "
-              f"{rates['torch'] / direct:4.2f}\n"
+              f"{rates['torch'] / direct:4.2f}   {cpu['loop']:.2f}\n"
               f"    this script's torch loop, other backends loaded           {with_others:8.1f}   "
-              f"{with_others / direct:4.2f}\n"
+              f"{with_others / direct:4.2f}   {cpu['with others']:.2f}\n"
               f"    direct SentenceTransformer.encode, after they all ran     {after_others_ran:8.1f}   "
-              f"{after_others_ran / direct:4.2f}")
+              f"{after_others_ran / direct:4.2f}   {cpu['after']:.2f}")
         off = abs(rates["torch"] / direct - 1)
         print(f"  torch row vs direct encode: {rates['torch'] / direct - 1:+.0%} "
               + ("(within 30 %)" if off <= 0.30 else "(DISAGREE by more than 30 %: the table's figures are suspect)"))

@@ -52,6 +52,7 @@ def test_rates_are_texts_over_the_median_seconds(bench, monkeypatch):
     # 2 calls per repeat; the repeats take 0.02, 0.50 (a stall) and 0.04 s: the median is 0.04 s
     enc = _Encoder(clock, lambda n, i: [0.01, 0.01, 0.25, 0.25, 0.02, 0.02][i])
     assert bench.docs_per_second(enc, ["t"] * 64, repeats=3) == pytest.approx(64 / 0.04)
+    assert len(bench.CPU_PER_WALL) == 1 and bench.CPU_PER_WALL[0] >= 0     # process CPU s per wall s, kept
     enc = _Encoder(clock, lambda n, i: 0.001 * n)          # 1 ms per text in one call
     assert bench.direct_docs_per_second(enc, ["t"] * 64, repeats=3) == pytest.approx(1000)
 

@@ -41,6 +41,11 @@ def test_conditions_change_the_model_not_the_training_feedback():
             assert X.test_trace_path(c, "I2", 40) != X.test_trace_path(cfg, "I2", 40)
     assert len(ids) == 1 + sum(len(r) for r in X.CONDITIONS.values())
     assert X.condition(cfg, "6", "Ours (RoBERTa-based)").base == "mpnet"
+    # the smoke profile checks Table 6's path with MiniLM (trains ~5x faster): still its own warm-up and model
+    smoke = config_for("smoke")
+    row6 = X.condition(smoke, "6", "Ours (RoBERTa-based)")
+    assert row6.base == "minilm" and X.warmup_id(row6) != X.warmup_id(smoke) and X.model_id(row6) != X.model_id(smoke)
+    assert X.condition_change(smoke, "6", "Ours (RoBERTa-based)") == {"base": "minilm", "warmup_pairs": 5000}
     assert X.condition(cfg, "4", "w/o joint & hard-neg").training.joint is False
     # a different LLM or sample size is a different trace
     assert X.test_trace_path(config_for("standard", llm="other"), "I2", None) != X.test_trace_path(cfg, "I2", None)

@@ -60,11 +60,20 @@ def _hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
-def condition(cfg, table: str, label: str):
-    """The configuration of one row of Table ``table``: the main one with that row's change (fields of the
-    experiment, such as ``base``, or of its ``training``)."""
-    from dataclasses import fields
+def condition_change(cfg, table: str, label: str) -> dict:
+    """The change one row of Table ``table`` makes to ``cfg`` (:data:`CONDITIONS`), with Table 6's RoBERTa-class
+    base taken from ``cfg.roberta_class_base`` (mpnet; the smoke profile: MiniLM, to check the path quickly)."""
     change = dict(CONDITIONS[table][label])
+    if table == "6" and "base" in change:
+        change["base"] = cfg.roberta_class_base
+    return change
+
+
+def condition(cfg, table: str, label: str):
+    """The configuration of one row of Table ``table``: the main one with that row's change
+    (:func:`condition_change`: fields of the experiment, such as ``base``, or of its ``training``)."""
+    from dataclasses import fields
+    change = condition_change(cfg, table, label)
     top = {k: change.pop(k) for k in list(change) if k in {f.name for f in fields(cfg)}}
     return replace(cfg, **top, train_trace_retriever=cfg.train_trace_retriever or warmup_id(cfg),
                    training=replace(cfg.training, **change))

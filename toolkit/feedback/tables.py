@@ -109,7 +109,7 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
         base, change = cfg.base, ""
         if label in conds:
             base = X.condition(cfg, r.table, label).base
-            change = "; condition " + ", ".join(f"{k}={v}" for k, v in conds[label].items())
+            change = "; condition " + ", ".join(f"{k}={v}" for k, v in X.condition_change(cfg, r.table, label).items())
         full = train_queries if r.set == OFFLINE_SET else len(tests[r.set].queries)
         size = f"{r.n} of {full} queries" + (" (seeded sample)" if r.n < full else "")
         planned = r.planned

@@ -13,7 +13,7 @@ EDITABLE := $(VENV)/.editable-clone
 PROFILE ?= standard
 NB ?= all
 
-.PHONY: env test test-references notebooks reproduce smoke bench datasets compare lab browser-test
+.PHONY: env test test-references test-llm-server paper-dry paper-plan notebooks reproduce smoke bench datasets compare lab browser-test
 
 env: $(STAMP)
 	@if [ "$$(cat $(EDITABLE) 2>/dev/null)" != "$(CURDIR)" ]; then \
@@ -53,6 +53,11 @@ test: env
 # pytrec_eval and scipy already check the same metrics and p-values in make test). CI runs them.
 test-references: env
 	$(PY) -m pytest -q -p no:cacheprovider -m reference tests
+
+# The openai backend against a real server: llama.cpp's HTTP server (xllamacpp) with Qwen2.5-Coder-0.5B on
+# 127.0.0.1, each paper's LLM step through it (tests/test_llm_server.py; a few minutes on 2 cores).
+test-llm-server: env
+	TOOLKIT_LLM_SERVER_TEST=1 $(PY) -m pytest -q -p no:cacheprovider -m llm_server tests/test_llm_server.py
 
 # Re-execute every notebook's smoke profile into results/<nb>/smoke.ipynb: the outputs `make test` checks.
 notebooks: env

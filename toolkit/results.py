@@ -11,6 +11,7 @@ paper numbers in ``data/paper_numbers/`` — so ``python -m toolkit compare`` ca
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from . import provenance
+from . import devices, provenance
 from .paths import REPO, figures_dir, results_dir
 
 PROFILES = ("smoke", "standard", "paper")
@@ -94,10 +95,13 @@ class Recorder:
                              "inputs:\n  " + "\n  ".join(bad))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = {"notebook": self.notebook, "profile": self.profile, "parameters": self.parameters,
-                   "versions": versions(), "git_revision": git_revision(),
+                   "versions": versions(), "device": devices.describe(), "git_revision": git_revision(),
                    "seconds": round(time.time() - self.started, 1), "cells": self.cells, **self.extra,
                    # what the numbers rest on: committed inputs with their sha256, and the LLM backends (check verifies)
                    "inputs": provenance.inputs(), "llm": provenance.llm_clients()}
+        stand_ins = os.environ.get("TOOLKIT_STAND_INS")          # set by `python -m toolkit paper-dry` (toolkit.paper)
+        if stand_ins:
+            payload["stand_ins"] = json.loads(stand_ins)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
         tmp.replace(self.path)

@@ -59,6 +59,17 @@ test-references: env
 test-llm-server: env
 	TOOLKIT_LLM_SERVER_TEST=1 $(PY) -m pytest -q -p no:cacheprovider -m llm_server tests/test_llm_server.py
 
+# The paper profile's code paths on this CPU: every notebook under --profile paper at toy sizes, models this machine
+# lacks replaced by local stand-ins named in each results file, the LLM a real llama.cpp server on 127.0.0.1
+# (toolkit.paper). Results go to a scratch directory (PAPER_DRY_OUT), never to results/ or the committed caches.
+PAPER_DRY_OUT ?= $(HOME)/.cache/toolret-repro/paper-dry
+paper-dry: env
+	rm -rf $(PAPER_DRY_OUT) && $(PY) -m toolkit paper-dry --out $(PAPER_DRY_OUT)
+
+# The paper profile's work per notebook (training examples, LLM calls, tokens), counted from its configuration
+paper-plan: env
+	$(PY) -m toolkit paper-plan
+
 # Re-execute every notebook's smoke profile into results/<nb>/smoke.ipynb: the outputs `make test` checks.
 notebooks: env
 	$(PY) -m toolkit run all --profile smoke

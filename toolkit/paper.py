@@ -222,7 +222,17 @@ def stand_ins(notebook: str, hub: bool | None = None) -> tuple[dict, dict]:
 def dry_overrides(notebook: str, hub: bool | None = None) -> tuple[dict, dict]:
     """The dry run's overrides (toy sizes and stand-ins) and the stand-ins' record."""
     over, rec = stand_ins(notebook, hub)
-    return {**DRY.get(notebook, {}), **over}, rec
+    return _listed({**DRY.get(notebook, {}), **over}), rec
+
+
+def _listed(value):
+    """Tuples as lists, at any depth: papermill passes a tuple parameter as its repr string (the configurations
+    take a list where they want a tuple)."""
+    if isinstance(value, dict):
+        return {k: _listed(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_listed(v) for v in value]
+    return value
 
 
 def dry_run(notebooks: list[str] | None = None, out: Path | None = None, stream=sys.stdout) -> int:

@@ -83,20 +83,30 @@ def plan_feedback() -> dict:
     tests = test_sets(corpus=cfg.toolbench_corpus)
     n_test = sum(len(ds.queries) if cfg.sample_size(g) is None else min(cfg.sample_size(g), len(ds.queries))
                  for g, ds in tests.items())
+    from toolkit.feedback.round import first_turn
     fb, rounds = cfg.feedback, cfg.training.rounds
     caps = [fb.comprehension_tokens, fb.assessment_tokens, fb.decision_tokens, fb.refinement_tokens]
-    turns = [len(prompts.FEEDBACK_COMPREHENSION) + fb.k * fb.tool_chars, len(prompts.FEEDBACK_STEP_ASSESSMENT),
-             len(prompts.FEEDBACK_STEP_DECISION), len(prompts.FEEDBACK_REFINE_WORDINGS[fb.refine_wording])]
-    chars_round, history = 0.0, 0.0
-    for turn, c in zip(turns, caps):          # each turn resends the chat so far (answers at their caps)
-        history += turn
-        chars_round += history
-        history += c * CHARS_PER_TOKEN
-    instr = [q.text for q in train.queries.values()][:n_train]
-    mean_instr = sum(map(len, instr)) / max(1, len(instr))
+    later = [prompts.FEEDBACK_STEP_ASSESSMENT + prompts.FEEDBACK_BREVITY[fb.brevity][1],
+             prompts.FEEDBACK_STEP_DECISION, prompts.FEEDBACK_REFINE_WORDINGS[fb.refine_wording]]
+
+    def round_chars(ds, qid) -> float:
+        """One round's prompt characters: the first turn as the round builds it (the instruction and K tools: its
+        gold APIs, then others of the corpus), each later turn resending the chat with answers at their caps."""
+        gold = [ds.corpus[d] for d in ds.qrels.get(qid, {}) if d in ds.corpus][:fb.k]
+        fill = [d for d in list(ds.corpus.values())[:fb.k] if d not in gold][:fb.k - len(gold)]
+        history = len(first_turn(ds.queries[qid].text, gold + fill, fb))
+        total = history
+        for turn, cap_prev in zip(later, caps):
+            history += cap_prev * CHARS_PER_TOKEN + len(turn)
+            total += history
+        return total
+    chars = sum(round_chars(train, q) for q in list(train.queries)[:n_train])
+    for g, ds in tests.items():
+        n = cfg.sample_size(g)
+        chars += sum(round_chars(ds, q) for q in list(ds.queries)[:n])
     instructions = n_train + n_test
-    calls = instructions * rounds * len(turns)
-    chars = instructions * rounds * (chars_round + 4 * mean_instr)
+    calls = instructions * rounds * len(caps)
+    chars *= rounds
     cap = instructions * rounds * sum(caps)
     training = pos * cfg.training.epochs * (1 + rounds)
     return _row("30_feedback", training, calls, chars, cap,

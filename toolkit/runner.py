@@ -159,7 +159,8 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     try:
         pm.execute_notebook(str(path), str(running), parameters={"profile": profile, **params}, kernel_name="python3",
                             cwd=str(NOTEBOOKS), progress_bar=False, log_output=log_output,
-                            request_save_on_cell_execute=False, kernel_manager_class=local_kernel_manager())
+                            request_save_on_cell_execute=False, kernel_manager_class=local_kernel_manager(),
+                            start_timeout=KERNEL_START_TIMEOUT)
     except Exception as e:
         # the failed copy shows the failure; the JSON and notebook beside it are the previous good run: mark
         # them so that whoever reads them (compare, check) says so
@@ -176,6 +177,10 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     failed_copy.unlink(missing_ok=True)
     return out
 
+
+# papermill's default (60 s) failed paper-dry runs with "Kernel didn't respond in 60 seconds" under a load of 17 on
+# 2 cores (2026-12-08); a kernel that starts at all starts well within this
+KERNEL_START_TIMEOUT = 300
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 

@@ -255,10 +255,17 @@ def dry_run(notebooks: list[str] | None = None, out: Path | None = None, stream=
     hub = hub_reachable()
     print(f"paper-dry: {len(names)} notebooks into {out} (hub {'reachable' if hub else 'unreachable'})", file=stream)
     try:
-        if any(n in LLM_NOTEBOOKS for n in names):
+        if any(n in LLM_NOTEBOOKS for n in names) and server is None:
             threads = os.environ.get("TOOLKIT_LLM_THREADS")
             server = LlamaServer(STAND_IN_LLM, n_parallel=2, n_threads=int(threads) if threads else 1,
-                                 ctx_per_slot=4096, log=out / "server.log").start()
+                                 ctx_per_slot=4096, log=out / "server.log")
+            try:
+                server.start(timeout=float(os.environ.get("TOOLKIT_LLM_SERVER_START_TIMEOUT", 600)))
+            except Exception as e:       # one line, and the notebooks that need no LLM still run
+                print(f"paper-dry: FAILED to start the LLM server: {type(e).__name__}: {e}", file=stream, flush=True)
+                server = None
+                failed += sum(n in LLM_NOTEBOOKS for n in names)
+                names = [n for n in names if n not in LLM_NOTEBOOKS]
             os.environ.update(TOOLKIT_LLM_BACKEND="openai", TOOLKIT_LLM_BASE_URL=server.base_url)
             print(f"paper-dry: llama.cpp server {server.base_url} ({STAND_IN_LLM}), pid {server.proc.pid}", file=stream)
         for i, nb in enumerate(names, 1):

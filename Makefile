@@ -13,7 +13,7 @@ EDITABLE := $(VENV)/.editable-clone
 PROFILE ?= standard
 NB ?= all
 
-.PHONY: env git-filter test test-references notebooks reproduce smoke bench datasets compare lab browser-test
+.PHONY: env git-filter test test-references test-llm-server paper-dry paper-plan notebooks reproduce smoke bench datasets compare lab browser-test
 
 env: $(STAMP) git-filter
 	@if [ "$$(cat $(EDITABLE) 2>/dev/null)" != "$(CURDIR)" ]; then \
@@ -59,6 +59,22 @@ test: env
 # pytrec_eval and scipy already check the same metrics and p-values in make test). CI runs them.
 test-references: env
 	$(PY) -m pytest -q -p no:cacheprovider -m reference tests
+
+# The openai backend against a real server: llama.cpp's HTTP server (xllamacpp) with Qwen2.5-Coder-0.5B on
+# 127.0.0.1, each paper's LLM step through it (tests/test_llm_server.py; a few minutes on 2 cores).
+test-llm-server: env
+	TOOLKIT_LLM_SERVER_TEST=1 $(PY) -m pytest -q -p no:cacheprovider -m llm_server tests/test_llm_server.py
+
+# The paper profile's code paths on this CPU: every notebook under --profile paper at toy sizes, models this machine
+# lacks replaced by local stand-ins named in each results file, the LLM a real llama.cpp server on 127.0.0.1
+# (toolkit.paper). Results go to a scratch directory (PAPER_DRY_OUT), never to results/ or the committed caches.
+PAPER_DRY_OUT ?= $(HOME)/.cache/toolret-repro/paper-dry
+paper-dry: env
+	rm -rf $(PAPER_DRY_OUT) && $(PY) -m toolkit paper-dry --out $(PAPER_DRY_OUT)
+
+# The paper profile's work per notebook (training examples, LLM calls, tokens), counted from its configuration
+paper-plan: env
+	$(PY) -m toolkit paper-plan
 
 # Re-execute every notebook's smoke profile into results/<nb>/smoke.ipynb: the outputs `make test` checks.
 notebooks: env

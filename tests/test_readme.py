@@ -60,3 +60,10 @@ def test_each_papers_long_jobs_live_beside_its_code(package, command):
     assert f"toolkit/{package}/README.md" in README
     if package != "methods":
         assert re.search(r"arXiv:\d{4}\.\d{5}", text)
+
+
+def test_readme_paper_work_table_is_the_plan():
+    """The GPU section's work table is what ``python -m toolkit paper-plan --markdown`` counts now."""
+    from toolkit.paper_plan import plan, render
+    block = README.split("<!-- paper-plan -->\n", 1)[1].split("\n<!-- /paper-plan -->", 1)[0]
+    assert block == render(plan(), markdown=True), "python -m toolkit paper-plan --markdown"

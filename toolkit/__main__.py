@@ -9,6 +9,8 @@
   fetch [--only NAME ...]  download the raw data files (sha256-checked) into the data directory
   verify                   check every raw data file against data/SOURCES.json, and the committed caches and traces
   llm generate ...         fill the LLM response caches (see toolkit.llm.cli)
+  paper-dry [NB ...]       the paper profile at toy scale on CPU, stand-ins named in the results (toolkit.paper)
+  paper-plan [--markdown]  the paper profile's work per notebook: training examples, LLM calls, tokens
   embeddings verify|commit the committed float16 embeddings a fresh clone replays (see toolkit.retrieval.embedding_cache)
   runs [--notebook NB] [--profile P] [--json]   the saved TREC runs and per-query metrics (see toolkit.runs)
 """
@@ -157,6 +159,17 @@ def _cmd_runs(args) -> int:
               f"{'' if nd is None else f'{nd:.4f}':>8}  {portable(r['path'])}")
     size = sum(r["bytes"] for r in rows)
     print(f"{len(rows)} runs, {size / 1e6:.1f} MB (runs and per-query metrics, gzip)")
+
+
+def _cmd_paper_dry(args) -> int:
+    from .paper import dry_run
+    return 1 if dry_run(args.notebooks or None, Path(args.out) if args.out else None) else 0
+
+
+def _cmd_paper_plan(args) -> int:
+    from .paper_plan import plan, render
+    rows = plan()
+    print(json.dumps(rows, indent=1) if args.json else render(rows, markdown=args.markdown))
     return 0
 
 
@@ -216,6 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=["smoke", "standard", "paper"])
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_runs)
+
+    p = sub.add_parser("paper-dry", help="every notebook under --profile paper at toy scale, local stand-ins, a real "
+                       "llama.cpp server on 127.0.0.1 (toolkit.paper)")
+    p.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
+    p.add_argument("--out", help="results directory (default: a scratch directory under the cache)")
+    p.set_defaults(func=_cmd_paper_dry)
+
+    p = sub.add_parser("paper-plan", help="the paper profile's work per notebook (training examples, LLM calls, "
+                       "tokens), counted from its configuration and the data (toolkit.paper_plan)")
+    p.add_argument("--markdown", action="store_true", help="a Markdown table (the README's)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_paper_plan)
 
     from . import check, compare
     from .llm import cli as llm_cli

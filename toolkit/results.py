@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from . import provenance
+from . import devices, provenance
 from .paths import REPO, figures_dir, results_dir
 
 PROFILES = ("smoke", "standard", "paper")
@@ -140,7 +140,7 @@ class Recorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.extra["figures"] = self.sweep_figures()
         payload = {"notebook": self.notebook, "profile": self.profile, "parameters": self.parameters,
-                   "versions": versions(), "git_revision": git_revision(),
+                   "versions": versions(), "device": devices.describe(), "git_revision": git_revision(),
                    "seconds": round(time.time() - self.started, 1), "cells": self.cells, **self.extra,
                    # what the numbers rest on: committed inputs with their sha256, and the LLM backends (check verifies)
                    "inputs": provenance.inputs(), "llm": provenance.llm_clients(),
@@ -149,6 +149,9 @@ class Recorder:
         env = {k: os.environ[k] for k in _ENVIRONMENT if os.environ.get(k)}
         if env:     # a variable that moved what the run read or wrote: the results say so
             payload["environment"] = env
+        stand_ins = os.environ.get("TOOLKIT_STAND_INS")          # set by `python -m toolkit paper-dry` (toolkit.paper)
+        if stand_ins:
+            payload["stand_ins"] = json.loads(stand_ins)
         tmp = self.path.with_suffix(".tmp")
         # strict JSON (RFC 8259 has no NaN/Infinity; jq, browsers and json.loads(parse_constant=...) reject them)
         tmp.write_text(json.dumps(strict_json(payload), indent=1, sort_keys=False, allow_nan=False) + "\n")

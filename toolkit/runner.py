@@ -229,6 +229,9 @@ def run_notebook(name: str, profile: str = "smoke", params: dict | None = None,
     path = notebook_path(name)
     params = fold_overrides(path, dict(params or {}), profile)
     check_parameters(path, params)
+    if profile == "paper":      # what the paper profile needs and this machine lacks fails here, before any cell runs
+        from .paper import preflight
+        preflight(path.stem, params.get("overrides"))
     out = output or results_dir() / path.stem / f"{profile}.ipynb"
     prepare_kernel_env()
     out = out.absolute()

@@ -186,6 +186,10 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
         if log:
             log(f"resumed {out_dir.name} at step {start}/{total}")
     module.train()
+    # mixed precision on a GPU (toolkit.devices: bf16, or fp16 with loss scaling); on the CPU both are no-ops, fp32
+    from toolkit import devices
+    dev = next(module.parameters()).device.type
+    scaler = torch.amp.GradScaler("cuda", enabled=devices.mixed_precision(dev) == torch.float16)
     t0, pairs0 = time.perf_counter(), done_pairs
     losses: list[float] = []
     curve_file = out_dir / "epoch_curve.json"
@@ -195,14 +199,17 @@ def train_loop(module, loss_fn: Callable[[list], "object"], batches: list[list],
         batch = batches[step]
         step_loss = 0.0
         for part, weight in (micro_batches(batch) if micro_batches else [(batch, 1.0)]):
-            loss = loss_fn(part) * weight
-            loss.backward()
+            with devices.autocast(dev):
+                loss = loss_fn(part) * weight
+            scaler.scale(loss).backward()
             step_loss += float(loss.detach())
+        scaler.unscale_(opt)
         if clip == "norm":
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         else:
             torch.nn.utils.clip_grad_value_(params, max_grad_norm)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         sched.step()
         opt.zero_grad(set_to_none=True)
         losses.append(step_loss)

@@ -339,6 +339,9 @@ class OpenAIBackend(Backend):
         if not model:
             raise LLMError("the openai backend needs a model name: pass model=... or set TOOLKIT_LLM_MODEL")
         base_url = base_url.rstrip("/")
+        if not base_url.startswith(("http://", "https://")):
+            raise LLMError(f"the openai backend's base URL must start with http:// or https://, got {base_url!r} "
+                           "(TOOLKIT_LLM_BASE_URL, e.g. http://localhost:8000/v1)")
         if "/v1" not in base_url.split("://", 1)[-1]:
             base_url += "/v1"
         self.base_url = base_url
@@ -380,7 +383,16 @@ class OpenAIBackend(Backend):
                 with urllib.request.urlopen(r, timeout=self.timeout) as resp:
                     return json.loads(resp.read().decode("utf-8"))
             except urllib.error.HTTPError as e:
-                detail = _redact(e.read().decode("utf-8", "replace")[:500])
+                detail = " ".join(_redact(e.read().decode("utf-8", "replace")[:500]).split())   # one line
+                if e.code in (401, 403):
+                    raise LLMError(f"LLM server {url} refused the API key (HTTP {e.code}): "
+                                   + (f"the key in ${next(v for v in KEY_ENVS if os.environ.get(v))} is not one it "
+                                      "accepts" if key else f"no key was sent; set {KEY_ENVS[0]} (or {KEY_ENVS[1]})")
+                                   + f" [{detail[:200]}]") from None
+                if e.code == 404:
+                    raise LLMError(f"LLM server {url} has no such endpoint (HTTP 404): check TOOLKIT_LLM_BASE_URL "
+                                   f"(base URL {self.base_url}; it should end in the server's /v1) [{detail[:200]}]"
+                                   ) from None
                 if e.code not in RETRY_STATUS:
                     raise LLMError(f"LLM server {url} answered HTTP {e.code}: {detail}") from None
                 last = f"HTTP {e.code}: {detail}"

@@ -25,7 +25,7 @@ from toolkit import paths
 from toolkit.llm import models as _models
 from toolkit.llm.backends import (Backend, EchoBackend, LocalGGUFBackend, OpenAIBackend, ReplayBackend,
                                   TransformersBackend, _redact)
-from toolkit.llm.base import GREEDY, LLMError, Prompt, ReplayMiss, Request, Sampling, as_messages
+from toolkit.llm.base import GREEDY, LLMError, Prompt, ReplayMiss, Request, Sampling, ServerUnavailable, as_messages
 from toolkit.llm.cache import ResponseCache, prompt_id
 
 log = logging.getLogger("toolkit.llm")
@@ -208,6 +208,7 @@ class LLMClient:
                 bar.update(1)
 
         workers = max(1, min(self.backend.max_concurrency, len(todo)))
+        done_before = self.stats["generated"]
         try:
             if workers == 1:
                 for pos, i in todo:
@@ -222,6 +223,11 @@ class LLMClient:
                             raise f.exception()
                 finally:
                     ex.shutdown(wait=True, cancel_futures=True)
+        except ServerUnavailable as e:
+            done = self.stats["generated"] - done_before
+            raise ServerUnavailable(f"{e} {done} of this batch's {len(todo)} answers were generated and are cached in "
+                                    f"{cache.path}; running again generates only the {len(todo) - done} missing."
+                                    ) from None
         finally:
             if bar is not None:
                 bar.close()

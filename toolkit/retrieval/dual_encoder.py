@@ -32,8 +32,11 @@ def positive_pairs(ds: RetrievalDataset, per_query: int = 0, seed: int = 0) -> l
     return out
 
 
-def load_base_encoder(base: str, max_seq_length: int = 256, device: str = "cpu"):
-    """A SentenceTransformer to fine-tune: a registry model as is, any other transformer + mean pooling."""
+def load_base_encoder(base: str, max_seq_length: int = 256, device: str | None = None):
+    """A SentenceTransformer to fine-tune: a registry model as is, any other transformer + mean pooling; on ``device``
+    (default :func:`toolkit.devices.device`: cuda when torch sees a GPU, else cpu, ``$TOOLKIT_DEVICE`` overrides)."""
+    from toolkit import devices
+    device = devices.device(device)
     from sentence_transformers import SentenceTransformer, models
 
     from toolkit.retrieval.models import resolve_model

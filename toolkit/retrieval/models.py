@@ -196,9 +196,9 @@ def weights_sha256(model_dir: str | Path) -> str:
 
 
 def default_device() -> str:
-    """'cuda' when torch sees a GPU, else 'cpu'."""
-    import torch
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    """:func:`toolkit.devices.device`: ``$TOOLKIT_DEVICE``, else 'cuda' when torch sees a GPU, else 'cpu'."""
+    from toolkit import devices
+    return devices.device()
 
 
 def load_encoder(name: str, device: str | None = None):

@@ -42,12 +42,15 @@ def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str =
     with torch.random.fork_rng(devices=[]):      # the fresh head from the seed, not from the process's history
         torch.manual_seed(seed)
         model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2)
+    from toolkit import devices
+    dev = devices.device()
+    model.to(dev)
     batches, ends = epoch_batches(lambda e: batches_no_duplicates(examples, batch_size, seed + e, keys=lambda it: ()),
                                   epochs, max_steps)
 
     def loss_fn(batch):
         enc = tok([t for t, _ in batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        return model(**enc, labels=torch.tensor([y for _, y in batch])).loss
+        return model(**enc.to(dev), labels=torch.tensor([y for _, y in batch], device=dev)).loss
 
     def save(p: Path):
         model.save_pretrained(str(p))
@@ -57,7 +60,8 @@ def train_classifier(examples: list[tuple[str, int]], out_dir: Path, base: str =
         out = []
         with torch.no_grad():
             for i in range(0, len(texts), 64):
-                enc = tok(texts[i:i + 64], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+                enc = tok(texts[i:i + 64], padding=True, truncation=True, max_length=max_length,
+                          return_tensors="pt").to(dev)
                 out += model(**enc).logits.argmax(-1).tolist()
         return out
     stats = train_loop(model, loss_fn, batches, out_dir, lr=lr, warmup_ratio=warmup_ratio,

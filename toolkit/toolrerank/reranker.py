@@ -59,9 +59,12 @@ def add_random_negatives(pairs: list[tuple[str, str, float]], pool: list[str], p
     return out
 
 
-def load_base_cross_encoder(base: str, max_length: int = 256, device: str = "cpu", seed: int = 0):
+def load_base_cross_encoder(base: str, max_length: int = 256, device: str | None = None, seed: int = 0):
     """``base`` with a fresh one-logit head, initialised from ``seed`` (not from whatever the process drew before:
-    unseeded, a reranker trained after another model in the same process started from another head)."""
+    unseeded, a reranker trained after another model in the same process started from another head); on ``device``
+    (default :func:`toolkit.devices.device`)."""
+    from toolkit import devices
+    device = devices.device(device)
     import torch
     from sentence_transformers import CrossEncoder
 
@@ -118,8 +121,11 @@ class Reranker:
     """score(q, d) in (0, 1) from a trained cross-encoder, memoised per (query text, doc id)."""
 
     def __init__(self, path: str | Path, corpus_text: Mapping[str, str], batch_size: int = 64,
-                 max_length: int = 256, device: str = "cpu"):
+                 max_length: int = 256, device: str | None = None):
         from sentence_transformers import CrossEncoder
+
+        from toolkit import devices
+        device = devices.device(device)
         self.model = CrossEncoder(str(path), max_length=max_length, device=device)
         self.text, self.batch_size = corpus_text, batch_size
         self.memo: dict[tuple[str, str], float] = {}

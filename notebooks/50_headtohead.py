@@ -11,9 +11,12 @@
 #   configuration: I1 150, I2 230, I3 61, UltraTool 150), so the most expensive method is on every query. The smoke
 #   profile keeps the first 5 queries of each sample (the samples are nested), over the same corpora.
 # - Metrics: NDCG@5, Recall@5 and the share of queries with every gold API in the top 5 (what an agent that reads
-#   five tools needs); binary relevance, trec_eval's tie rule. Each method against the best cheap baseline of the
-#   set (no LLM, no training: the highest NDCG@5 of BM25 and the off-the-shelf encoders) by the paired randomization
-#   test (`toolkit.significance`).
+#   five tools needs); binary relevance, trec_eval's tie rule. Each method against the set's reference baseline,
+#   fixed and named: the best NDCG@5 of BM25, Dense MiniLM and Dense mpnet (no LLM, no training; never a method you
+#   add), by the paired randomization test (`toolkit.significance`).
+# - Your method: `-p methods='["mypackage.module:MyMethod"]'` (a `toolkit.methods.Method` subclass; e.g.
+#   `examples/word_overlap.py:WordOverlap`) runs it on every set, the leaderboard, the Pareto figure and the cost
+#   growth, without editing this notebook.
 # - Each method in its best standard configuration, read from its committed caches: the fine-tuned DPR and the
 #   feedback loop from their traces (`data/feedback_traces/`; the loop under issue 48's fair LLM step, which beats
 #   the capped one on every set in notebook 30), Re-Invoke's intents from `data/llm_cache/`, the encoders' vectors
@@ -35,20 +38,23 @@
 # %% tags=["parameters"]
 profile = "smoke"   # smoke | standard | paper
 overrides = {}      # any field of toolkit.methods.benchmark.HeadToHeadConfig, e.g. {"queries_per_set": 20}
+methods = []        # your methods, "package.module:Class" or "path/file.py:Class" (toolkit.methods.user)
 
 # %%
 from toolkit.notebook import parameters
-overrides = parameters(globals(), "50_headtohead", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
+overrides = parameters(globals(), "50_headtohead", ('profile', 'overrides', 'methods'))   # papermill -p <field> <value> lands in overrides
 from dataclasses import asdict
 
 import pandas as pd
 from IPython.display import Markdown, display
 
 from toolkit.methods import benchmark as B
+from toolkit.methods.user import load_methods, parse_specs
 from toolkit.results import Recorder
 
 cfg = B.config_for(profile, **overrides)
-rec = Recorder("50_headtohead", profile, parameters={"overrides": overrides,
+methods = parse_specs(methods)
+rec = Recorder("50_headtohead", profile, parameters={"overrides": overrides, "methods": methods,
                                                      **{k_: v for k_, v in asdict(cfg).items() if k_ != "profile"}})
 sets = B.benchmark_sets(cfg)
 pd.DataFrame([ds.stats() for ds in sets.values()], index=list(sets))[["queries", "documents", "qrels"]]
@@ -57,16 +63,20 @@ pd.DataFrame([ds.stats() for ds in sets.values()], index=list(sets))[["queries",
 # ## The methods and the combinations
 #
 # Single methods wrap each paper's package (`toolkit/methods/catalog.py`); combinations fuse runs by reciprocal-rank
-# fusion (k = 60, `toolkit.methods.fusion.rrf`). What each combination should fix:
+# fusion (k = 60, `toolkit.methods.fusion.rrf`). Your methods (the `methods` parameter) are imported and checked here
+# and run everywhere the built-ins run; the reference baseline stays the best of BM25 and the two off-the-shelf
+# encoders. What each combination should fix:
 
 # %%
-methods = B.default_methods(cfg, sets)
+built_in = B.default_methods(cfg, sets)
+yours = load_methods(methods, reserved=built_in)
+all_methods = {**built_in, **yours}
 pd.Series(B.COMBINATION_WHY, name="what it should fix").to_frame()
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # wall-clock times of each method's offline and online steps: measured, not reproducible to the digit
-result = B.run_benchmark(methods, sets, ties=cfg.ties)
+result = B.run_benchmark(all_methods, sets, ties=cfg.ties)
 
 # %% [markdown]
 # ## Leaderboard
@@ -141,7 +151,7 @@ display(Markdown(B.reading(board, result)))
 from toolkit.methods import scaling as S
 from toolkit.methods.catalog import ENCODER_DOCS_PER_SECOND
 
-points, scale_quality = S.run(cfg, sets)
+points, scale_quality = S.run(cfg, sets, methods=yours)
 library_size = len(sets["I1"].corpus)
 all_costs = S.benchmark_costs(result)
 growth = S.growth_table(points, all_costs, library_size, mpnet_docs_per_second=ENCODER_DOCS_PER_SECOND["mpnet"],

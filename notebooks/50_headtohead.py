@@ -50,6 +50,7 @@ from IPython.display import Markdown, display
 
 from toolkit.methods import benchmark as B
 from toolkit.methods.user import load_methods, parse_specs
+from toolkit.report import format_table
 from toolkit.results import Recorder
 
 cfg = B.config_for(profile, **overrides)
@@ -57,7 +58,7 @@ methods = parse_specs(methods)
 rec = Recorder("50_headtohead", profile, parameters={"overrides": overrides, "methods": methods,
                                                      **{k_: v for k_, v in asdict(cfg).items() if k_ != "profile"}})
 sets = B.benchmark_sets(cfg)
-pd.DataFrame([ds.stats() for ds in sets.values()], index=list(sets))[["queries", "documents", "qrels"]]
+format_table(pd.DataFrame([ds.stats() for ds in sets.values()], index=list(sets))[["queries", "documents", "qrels"]])
 
 # %% [markdown]
 # ## The methods and the combinations
@@ -71,7 +72,7 @@ pd.DataFrame([ds.stats() for ds in sets.values()], index=list(sets))[["queries",
 built_in = B.default_methods(cfg, sets)
 yours = load_methods(methods, reserved=built_in)
 all_methods = {**built_in, **yours}
-pd.Series(B.COMBINATION_WHY, name="what it should fix").to_frame()
+format_table(pd.Series(B.COMBINATION_WHY, name="what it should fix").to_frame())
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -90,13 +91,13 @@ result = B.run_benchmark(all_methods, sets, ties=cfg.ties)
 board = B.leaderboard(result, n_permutations=cfg.n_permutations)
 B.record(rec, result, board)
 quality = [c for c in board.columns if not c.startswith(("online", "offline"))]
-board[quality].round(3)
+B.leaderboard_table(board, quality)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # costs: the measured parts move with the machine's load
 costs = B.cost_table(result)
-costs
+format_table(costs, metrics=[], missing="not recorded")
 
 # %% [markdown]
 # ## Pending methods
@@ -105,7 +106,7 @@ costs
 # (measured rates from the caches and `results/bench/`).
 
 # %%
-B.pending_table(result)
+format_table(B.pending_table(result), metrics=[], missing="unknown")
 
 # %% [markdown]
 # ## Quality against online cost
@@ -157,24 +158,25 @@ all_costs = S.benchmark_costs(result)
 growth = S.growth_table(points, all_costs, library_size, mpnet_docs_per_second=ENCODER_DOCS_PER_SECOND["mpnet"],
                         parts=result.parts)
 fits = S.fit_table(growth)
-fits.round(3)
+format_table(fits, metrics=[])
 
 # %%
 # NBVAL_CHECK_OUTPUT
 # the nested libraries and the measured methods' NDCG@5 on them (committed vectors: deterministic)
 gold_apis = len({d for g in B.IN_DOMAIN for r in sets[g].qrels.values() for d in r})
 S.record(rec, points, scale_quality, growth, fits, gold=gold_apis)
-sizes_table = scale_quality.pivot(index="size", columns="method", values="ndcg@5").round(4)
+sizes_table = scale_quality.pivot(index="size", columns="method", values="ndcg@5")
+metric_columns = list(sizes_table.columns)
 sizes_table.insert(0, "gold APIs kept", gold_apis)
 sizes_table.insert(1, "queries", int(scale_quality["queries"].iloc[0]))
-sizes_table
+format_table(sizes_table, metrics=metric_columns, caption="NDCG@5 (x100) on the nested libraries")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # offline seconds and online seconds per query per size (measured and derived), and batched against one per call
-display(growth.pivot(index="method", columns="size", values=["offline s", "online s/query"]).loc[fits.index]
-        .map(lambda x: f"{x:.3g}"))
-S.batching_table(points)
+display(format_table(growth.pivot(index="method", columns="size", values=["offline s", "online s/query"])
+                     .loc[fits.index], metrics=[]))
+format_table(S.batching_table(points), metrics=[])
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -263,6 +263,20 @@ def leaderboard(result: Result, n_permutations: int = 10_000, sets: tuple[str, .
     return board
 
 
+def leaderboard_table(board: pd.DataFrame, columns: list[str] | None = None):
+    """The leaderboard as shown (:func:`toolkit.report.format_table`): NDCG@5, Recall@5 and all-gold@5 x100 with one
+    decimal (the board holds them x100 already), p as ``< 0.001``, "reference" in the p cell of each set's reference
+    baseline, "pending" where a method has no number; ``columns``: the board's columns to show (default: all)."""
+    from toolkit.report import REFERENCE, format_table
+    shown = board if columns is None else board[columns]
+    quality = [c for c in shown.columns if c.startswith(("NDCG@5 ", "Recall@5 ", "all gold@5 "))]
+    table = format_table(shown, percents=quality, text=["kind", "reference on", "pending"], missing="pending")
+    for s, ref in board.attrs.get("reference", {}).items():
+        if ref in table.frame.index and f"p {s}" in table.frame.columns:
+            table.frame.loc[ref, f"p {s}"] = REFERENCE
+    return table
+
+
 def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
     """The names whose (cost, quality) no other point beats: none has cost <= and quality >= with one of them
     strict. In ascending cost."""

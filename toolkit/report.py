@@ -231,7 +231,10 @@ def role_of(col, values: pd.Series, metrics=None, percents=(), p=(), text=()) ->
         return "text"
     if _listed(col, p) or re.match(r"^p( |_|$)", name) or last == "p":
         return "p"
-    if _listed(col, percents):
+    if percents == "floats" and values.map(lambda v: is_missing(v) or not float(v).is_integer()).all() \
+            and not values.map(is_missing).all():
+        return "percent"
+    if percents != "floats" and _listed(col, percents):
         return "percent"
     if metrics is not None:
         return "metric" if _listed(col, metrics) else "number"
@@ -243,7 +246,8 @@ def format_table(df: pd.DataFrame, *, metrics=None, percents=(), p=(), text=(), 
     """The suite's one table format (it formats what a notebook shows; the recorded values keep their scale):
 
     - metrics on the papers' scale: a fraction ×100 with one decimal (columns named like a metric,
-      :data:`METRIC_NAME`, or exactly those listed in ``metrics``); ``percents``: columns already ×100;
+      :data:`METRIC_NAME`, or exactly those listed in ``metrics``); ``percents``: columns already ×100
+      (``"floats"``: every column of non-whole numbers, in a table of percentages);
     - a Δ column (last label ``Δ``, or listed in ``signed``: differences) signed, ``+27.7``;
     - p values (a column ``p``, or a label starting ``p ``) as ``< 0.001`` or three decimals;
     - other numbers: whole ones as integers with thousands separators, others with 3 significant digits;
@@ -281,12 +285,18 @@ def format_table(df: pd.DataFrame, *, metrics=None, percents=(), p=(), text=(), 
     return Table(out, left, caption)
 
 
-def paper_table(rec: Recorder, paper: str, table: str, wide: bool = True, columns: list | None = None,
+def paper_table(rec: Recorder, paper: str, table: str | list[str], wide: bool = True, columns: list | None = None,
                 caption: str = "") -> Table:
     """:func:`side_by_side` through :func:`format_table`: the paper's value, ours and Δ = ours - paper, metrics
     ×100 with one decimal (counts as counts); "not printed" where the paper has no value, "pending" where we have
-    none yet. ``columns``: the long frame's columns to show (``wide=False``)."""
-    df = side_by_side(rec, paper, table, wide=wide)
+    none yet. ``columns``: the long frame's columns to show (``wide=False``); ``table``: one table, or (long) several
+    shown as one."""
+    if isinstance(table, str):
+        df = side_by_side(rec, paper, table, wide=wide)
+    elif wide:
+        raise ValueError("paper_table: several tables only with wide=False")
+    else:
+        df = pd.concat([side_by_side(rec, paper, t, wide=False) for t in table], ignore_index=True)
     if wide:
         cells = [c for c in df.columns if c[1] in ("paper", "ours", "Δ")]
         metrics = [c for c in cells if METRIC_NAME.search(str(c[0]))]
@@ -305,3 +315,22 @@ def paper_table(rec: Recorder, paper: str, table: str, wide: bool = True, column
                             (percent(float(v), c == "Δ") if is_metric.iloc[k] else number(v))
                             for k, v in enumerate(shown[c])]
     return out
+
+
+def call_with(fn, namespace):
+    """``fn`` called with each of its keyword-only parameters taken by name from ``namespace`` (a notebook's
+    ``globals()``). A name the namespace lacks is an error naming it."""
+    import inspect
+    names = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        raise NameError(f"{fn.__module__}.{fn.__name__} needs {', '.join(missing)} from the notebook: run the cells "
+                        f"above it first")
+    return fn(**{n: namespace[n] for n in names})
+
+
+def reading_cell(fn, namespace):
+    """A notebook's reading in one call: the markdown ``fn`` formats from the run (its keyword-only parameters taken
+    from ``namespace``, :func:`call_with`), as a displayable Markdown object."""
+    from IPython.display import Markdown
+    return Markdown(call_with(fn, namespace))

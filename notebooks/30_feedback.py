@@ -472,14 +472,10 @@ fair_progress.drop(columns="problem") if (fair_progress.problem == "").all() els
 # set, on the same corpus and queries.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from IPython.display import Markdown  # noqa: E402
-
 from toolkit.feedback.reading import reading  # noqa: E402
+from toolkit.report import reading_cell  # noqa: E402
 
-display(Markdown(reading(cfg=cfg, profile=profile, rec=rec, tests=tests, train=train, values=values,
-                         llm_values=llm_values, extra=extra, pending=pending, caps=caps,
-                         condition_rounds=condition_rounds, claims=claims, offline=offline, offline_test=offline_test,
-                         offline_moves=offline_moves, audit=audit, effect=effect, moves=moves)))
+reading_cell(reading, globals())
 
 # %%
 path = rec.save()

@@ -28,13 +28,13 @@ import seaborn as sns
 
 from toolkit import analysis
 from toolkit.data import list_datasets, load_dataset, load_teval_corpus
-from toolkit.report import side_by_side
+from toolkit.report import format_table, paper_table
 from toolkit.results import Recorder
 
 rec = Recorder("00_datasets", profile, parameters={"stopwords": stopwords})
 data = {name: load_dataset(name) for name in list_datasets()}
 stats = pd.DataFrame([analysis.dataset_row(d) for d in data.values()]).set_index("dataset")
-stats.round(3)
+format_table(stats)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -56,7 +56,7 @@ for name in ["toolbench-i1", "toolbench-i2", "toolbench-i3", "toole-single", "to
     for metric, value in [("queries", s["queries"]), ("tools", s["documents"]), ("labeled_pairs", s["qrels"])]:
         rec.add(paper="reinvoke", table="5", dataset=name, method="test", metric=metric, value=value,
                 note="StableToolBench test queries; corpus = whole library" if name.startswith("toolbench") else "")
-side_by_side(rec, "reinvoke", "5", wide=False)
+paper_table(rec, "reinvoke", "5", wide=False)
 
 # %% [markdown]
 # ## ToolRerank Table 1 — train / dev / six test subsets
@@ -75,7 +75,7 @@ rec.add(paper="toolrerank", table="1", dataset="toolbench-all", method="dev", me
 for g in ["g1-instruction", "g2-instruction", "g3-instruction", "g1-tool", "g1-category", "g2-category"]:
     rec.add(paper="toolrerank", table="1", dataset=f"toolbench-{g}", method="test", metric="queries",
             value=len(data[f"toolbench-{g}"].queries), note="StableToolBench solvable queries")
-side_by_side(rec, "toolrerank", "1", wide=False)
+paper_table(rec, "toolrerank", "1", wide=False)
 
 # %% [markdown]
 # ## Iterative-feedback Table 1 — TR-bench
@@ -91,7 +91,7 @@ for name in ["toolbench-i1", "toolbench-i2", "toolbench-i3", "toolbench-all", "u
     rec.add(paper="iterative_feedback", table="1", dataset=name, method="test", metric="tools", value=s["documents"])
 rec.add(paper="iterative_feedback", table="1", dataset="teval", method="test", metric="tools",
         value=len(load_teval_corpus()), note="API documents only; T-Eval queries are not public")
-side_by_side(rec, "iterative_feedback", "1", wide=False)
+paper_table(rec, "iterative_feedback", "1", wide=False)
 
 # %% [markdown]
 # ## Iterative-feedback Figure 2 — instruction length and term overlap
@@ -122,32 +122,16 @@ summary.to_csv(figdir / f"fig2_length_overlap_{profile}.csv")
 for name, row in summary.iterrows():
     rec.add(paper="iterative_feedback", table="fig2", dataset=name, method="test", metric="words_mean", value=row.words_mean)
     rec.add(paper="iterative_feedback", table="fig2", dataset=name, method="test", metric="overlap_mean", value=row.overlap_mean)
-summary.round(3)
+format_table(summary)
 
 # %% [markdown]
 # **Reading** (numbers from the table above).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
-from IPython.display import Markdown, display  # noqa: E402
+from toolkit.data.reading import reading  # noqa: E402
+from toolkit.report import reading_cell  # noqa: E402
 
-
-def rng(col, names, scale=1, fmt=".0f"):
-    v = summary.loc[[n for n in names if n in summary.index], col] * scale
-    return f"{v.min():{fmt}}–{v.max():{fmt}}" if len(v) else "n/a"
-
-
-tb, short = ["toolbench-i1", "toolbench-i2", "toolbench-i3"], ["toole-single", "toole-multi", "toollens-test"]
-ratio = summary.loc[tb, "words_mean"].mean() / summary.loc[short, "words_mean"].mean()
-longer = ratio > 1.5
-display(Markdown(
-    f"ToolBench instructions average {rng('words_mean', tb)} words against {rng('words_mean', short)} for ToolE and "
-    f"ToolLens ({ratio:.1f}×){', the first half of the paper’s argument' if longer else ''}. The overlap half: ToolE and "
-    f"UltraTool instructions share {rng('overlap_mean', ['toole-single', 'toole-multi', 'ultratool'], 100)} % of their "
-    f"content terms with their tools' name-and-description documents, ToolBench instructions "
-    f"{rng('overlap_mean', tb, 100)} % with theirs — ToolBench documents are long (parameter lists, descriptions) and "
-    f"instructions often quote parameter values and API names, so the overlap does not come out lower for all sets "
-    f"as the paper's figure suggests. Whether tool instructions are longer or overlap less than *document-retrieval* "
-    f"queries cannot be checked here: we have no document-retrieval set."))
+reading_cell(reading, globals())
 
 # %%
 path = rec.save()

@@ -38,7 +38,7 @@ from IPython.display import Markdown, display
 from toolkit import baselines as B
 from toolkit.data import load_dataset, load_retrieval_dir
 from toolkit.experiment import evaluate_grid
-from toolkit.report import Reading, side_by_side
+from toolkit.report import format_table, paper_table
 from toolkit.results import Recorder
 from toolkit.retrieval import build_retriever
 
@@ -62,7 +62,7 @@ retrievers = {"BM25": lambda: build_retriever("bm25", **cfg.bm25_params()),
 per_query, runs, timings = evaluate_grid(data, retrievers, B.METRICS, k=cfg.k, ties=cfg.ties)
 table = B.baseline_table(per_query)
 value = B.lookup(table)
-timings.round(2)
+format_table(timings)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -75,7 +75,7 @@ for name in ["toole-single", "toole-multi", "toolbench-g1-instruction", "toolben
 
 # %%
 B.record_reinvoke(rec, table, cfg.dense_model)
-side_by_side(rec, "reinvoke", "6").round(4)
+paper_table(rec, "reinvoke", "6")
 
 # %% [markdown]
 # ## ToolRerank Table 3 — BM25 row (NDCG@5, Recall@5)
@@ -85,7 +85,7 @@ side_by_side(rec, "reinvoke", "6").round(4)
 
 # %%
 B.record_toolrerank(rec, table)
-side_by_side(rec, "toolrerank", "3").round(4)
+paper_table(rec, "toolrerank", "3")
 
 # %% [markdown]
 # ## Iterative-feedback Tables 2 and 3 — BM25 and "Ada Embedding" rows
@@ -94,7 +94,7 @@ side_by_side(rec, "toolrerank", "3").round(4)
 
 # %%
 B.record_feedback(rec, table, cfg.dense_model)
-pd.concat([side_by_side(rec, "iterative_feedback", "2"), side_by_side(rec, "iterative_feedback", "3")]).round(4)
+display(paper_table(rec, "iterative_feedback", "2"), paper_table(rec, "iterative_feedback", "3"))
 
 # %% [markdown]
 # ## How much BM25 tokenization moves ToolE
@@ -109,7 +109,7 @@ for label, (name, params) in B.BM25_VARIANTS.items():
                              ["ndcg@5"], k=cfg.k, ties=cfg.ties, log=None)
     variants[label] = float(pq["value"].mean())
 rec.extra["bm25_variants_toole_single_ndcg@5"] = variants
-pd.Series(variants, name="ToolE single nDCG@5").round(4).to_frame()
+format_table(pd.Series(variants, name="ToolE single nDCG@5").to_frame())
 
 # %% [markdown]
 # ## Reading
@@ -118,44 +118,10 @@ pd.Series(variants, name="ToolE single nDCG@5").round(4).to_frame()
 # candidate pools mean nothing.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from toolkit.compare import load_paper_numbers  # noqa: E402
+from toolkit.baselines_reading import reading  # noqa: E402
+from toolkit.report import reading_cell  # noqa: E402
 
-pn = {(r.paper, r.table, r.dataset, r.method, r.metric): r.value
-      for r in load_paper_numbers(["reinvoke", "toolrerank", "iterative_feedback"]).itertuples()}
-R = Reading({key: v for key, (v, n) in value.items()}, pn, tail=("ndcg@5",), paper_tail=("ndcg@5",))
-var = rec.extra["bm25_variants_toole_single_ndcg@5"]
-gap = abs(value[("toole-single", "BM25", "ndcg@5")][0] - pn[("reinvoke", "1", "toole-single", "BM25", "ndcg@5")])
-spread = max(var.values()) - min(var.values())
-dense_wins_toolbench = all(value[(d, "BM25", "ndcg@5")][0] > value[(d, "Dense", "ndcg@5")][0]
-                           for d in ("toolbench-i1", "toolbench-i2", "toolbench-i3"))
-display(Markdown(R.format(f"""
-- **ToolE, same data as Re-Invoke.** BM25 nDCG@5 {{toole-single|BM25}} on {len(data["toole-single"].queries):,}
-  single-tool queries against the printed {{paper:reinvoke|1|toole-single|BM25}} (Table 6:
-  {{paper:reinvoke|6|toole-single|BM25}}), nDCG@1 {{toole-single|BM25|ndcg@1}} vs {{paper:reinvoke|6|toole-single|BM25|ndcg@1}},
-  recall@5 {{toole-single|BM25|recall@5}} vs {{paper:reinvoke|6|toole-single|BM25|recall@5}}. The gap ({gap:.3f}) is
-  {"small next to" if gap < spread else "not explained by"} what tokenization does, which no paper states: rank_bm25's IDF floor gives
-  {{v_floor}}, Lucene's IDF {{v_lucene}}, Snowball stemming + stop words {{v_stem}} — a spread of {spread:.3f}.
-  ToolE multi-tool BM25 is {{toole-multi|BM25}} vs {{paper:reinvoke|1|toole-multi|BM25}}. The dense row
-  ({cfg.dense_model} in place of Vertex AI gecko): {{toole-single|Dense}} vs {{paper:reinvoke|1|toole-single|Dense}}
-  single-tool, {{toole-multi|Dense}} vs {{paper:reinvoke|1|toole-multi|Dense}} multi-tool.
-- **ToolBench: not comparable cell by cell, and the papers disagree among themselves.** Our queries are
-  StableToolBench's solvable subset and our corpus is {"the whole 16,427-API library" if cfg.corpus == "library" else "the candidate pools"}.
-  BM25 I1 nDCG@5 is {{toolbench-i1|BM25}} here, against {{paper:reinvoke|1|toolbench-i1|BM25}} (Re-Invoke, all 87k I1
-  queries, 10,439-API corpus), {{paper:iterative_feedback|2|toolbench-i1|BM25}} (feedback paper) and
-  {{paper:toolrerank|3|toolbench-g1-instruction|BM25}} on I1-Inst (ToolRerank). ToolRerank's BM25 all-avg NDCG@5 is
-  {{paper:toolrerank|3|all-avg|BM25!p}} against our {{all-avg|BM25!p}}.
-- **Dense vs BM25 on ToolBench.** All three papers find dense retrieval better than BM25; with {cfg.dense_model}
-  BM25 is {"better on every ToolBench set" if dense_wins_toolbench else "not better on every ToolBench set"}
-  (I1 {{toolbench-i1|BM25}} vs {{toolbench-i1|Dense}}, I2 {{toolbench-i2|BM25}} vs {{toolbench-i2|Dense}}, I3
-  {{toolbench-i3|BM25}} vs {{toolbench-i3|Dense}}), while dense beats BM25 on ToolE (short documents) and UltraTool
-  ({{ultratool|Dense}} vs {{ultratool|BM25}}). MiniLM reads 256 tokens and ToolBench documents carry long parameter
-  lists; `dense_model="mpnet"` is the next check (≈6× slower to encode here).
-- **UltraTool**: BM25 {{ultratool|BM25!p}} vs {{paper:iterative_feedback|3|ultratool|BM25!p}} nDCG@5 and dense
-  {{ultratool|Dense!p}} vs {{paper:iterative_feedback|3|ultratool|Ada Embedding!p}} for Ada: our corpus is the
-  {len(data["ultratool"].corpus)} tools the test file documents, not TR-bench's 498.
-""", v_floor=var.get("rank_bm25 IDF floor"), v_lucene=var.get("Lucene IDF"), v_stem=var.get("Snowball stemming + stop words"))))
-if R.missing:
-    print("not in this run:", ", ".join(sorted(set(R.missing))))
+reading_cell(reading, globals())
 
 # %%
 rec.extra["timings"] = timings.to_dict(orient="records")

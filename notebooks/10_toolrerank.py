@@ -62,7 +62,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from toolkit.metrics import evaluate
-from toolkit.report import side_by_side
+from toolkit.report import format_table, paper_table
 from toolkit.results import Recorder
 from toolkit.retrieval import build_retriever
 from toolkit.toolrerank import analysis, tables
@@ -102,9 +102,10 @@ pd.Series(split.summary(), dtype=object).to_frame("ToolLens seen/unseen split")
 # %%
 n_queries = {name: len(ds.queries) for name, ds in sets.items()}
 tables.record_data(rec, split, n_queries)
-t1 = side_by_side(rec, "toolrerank", "1", wide=False)[["dataset", "method", "paper", "ours", "note"]]
-t1.insert(0, "subset", ["train", "dev"] + list(SUBSETS))
-t1["seen"] = ["", ""] + ["seen" if SUBSETS[s][1] else "unseen" for s in SUBSETS]
+t1 = paper_table(rec, "toolrerank", "1", wide=False, columns=["dataset", "method", "paper", "ours", "Δ", "note"])
+t1.frame.insert(0, "subset", ["train", "dev"] + list(SUBSETS))
+t1.frame["seen"] = ["", ""] + ["seen" if SUBSETS[s][1] else "unseen" for s in SUBSETS]
+t1.left += ["subset", "seen"]
 t1
 
 # %% [markdown]
@@ -252,9 +253,10 @@ for metric in ["m_u", "tau_s", "tau_m", "n"]:
             value=getattr(best, metric), n_queries=len(dev.dataset.queries), note="grid search on our dev set")
 rec.extra["best_config"] = best.__dict__
 print("best:", best)
-display(side_by_side(rec, "toolrerank", "2", wide=False)[["metric", "paper", "ours"]].assign(
-    paper_m_s="10 (implied by Table 5)", ours_m_s=best.m_s))
-grid_table.assign(**{"recall@5": (grid_table["recall@5"] * 100).round(1), "ndcg@5": (grid_table["ndcg@5"] * 100).round(1)})
+t2 = paper_table(rec, "toolrerank", "2", wide=False, columns=["metric", "paper", "ours", "Δ"])
+t2.frame["paper m_s"], t2.frame["ours m_s"] = "10 (implied by Table 5)", str(best.m_s)
+display(t2)
+format_table(grid_table, metrics=["recall@5", "ndcg@5"])
 
 # %% [markdown]
 # ## Table 3 — BM25, DPR, Rerank-10/30/50, ToolRerank (NDCG@5 / Recall@5, percent)
@@ -277,7 +279,10 @@ ours5 = tables.frame(t5, tables.COLS5, ["recall@5"])
 paper5 = tables.paper_frame("5", list(t5), tables.COLS5, ["recall@5"])
 t5_df = pd.concat({"ours": ours5, "paper": paper5}, axis=1)
 t5_df.insert(0, ("relation", "", ""), ["m_s<m_u"] * 3 + ["m_s=m_u"] * 3 + ["m_s>m_u"] * 3)
-t5_df
+for col in ours5.columns:     # Δ beside every paper value
+    t5_df[("Δ", *col)] = t5_df[("ours", *col)] - t5_df[("paper", *col)]
+format_table(t5_df, percents=[c for c in t5_df.columns if c[0] in ("ours", "paper", "Δ")],
+             missing={c: "not printed" for c in t5_df.columns if c[0] in ("paper", "Δ")})
 
 # %% [markdown]
 # ## Table 6 — Hierarchy-Aware Reranking (Recall@5) and the classifier
@@ -321,7 +326,8 @@ fig.savefig(rec.figure_dir() / f"fig1a_recall_vs_candidates_{profile}.png", dpi=
 fig_df.to_csv(rec.figure_dir() / f"fig1a_recall_vs_candidates_{profile}.csv", index=False)
 plt.show()
 rec.extra["fig1a"] = fig_rows
-fig_df.pivot(index="m", columns="tools", values="recall@5").mul(100).round(1)
+format_table(fig_df.pivot(index="m", columns="tools", values="recall@5"), metrics=["seen", "unseen"],
+             caption="Recall@5 (x100)")
 
 # %% [markdown]
 # ## Why reranking fails on unseen tools here: the reranker prefers the tools it was trained on
@@ -340,8 +346,8 @@ diag
 # %%
 share_tool = tables.record_coverage(rec, cands, t3, t6, best, seed=seed)
 rec.extra["multi_gold_outside_T_sharing_a_tool_in_T"] = share_tool
-display(pd.concat([side_by_side(rec, "toolrerank", "s4.2", wide=False), side_by_side(rec, "toolrerank", "s4.4", wide=False)])[
-    ["dataset", "method", "metric", "paper", "ours", "note"]].assign(paper=lambda d: (d.paper * 100).round(1), ours=lambda d: (d.ours * 100).round(1)))
+display(paper_table(rec, "toolrerank", ["s4.2", "s4.4"], wide=False,
+                    columns=["dataset", "method", "metric", "paper", "ours", "Δ", "note"]))
 print(f"multi-tool subsets: {share_tool} gold APIs lie outside T but share a tool with an API in T (paper: none)")
 
 # %% [markdown]
@@ -352,11 +358,12 @@ print(f"multi-tool subsets: {share_tool} gold APIs lie outside T but share a too
 
 # %%
 proxy = tables.table4_proxy(cands, best)
-proxy_df = (pd.DataFrame(proxy).T * 100).round(1)
-proxy_df["all-avg"] = proxy_df[list(SUBSETS)].mean(axis=1).round(1)
+proxy_df = pd.DataFrame(proxy).T * 100
+proxy_df["all-avg"] = proxy_df[list(SUBSETS)].mean(axis=1)
 rec.extra["table4_proxy_all_gold_in_top5"] = proxy
-proxy_df.join(tables.paper_frame("4", list(proxy), ["toolbench-all"], ["pass_rate", "win_rate"]).droplevel(0, axis=1)
-              .rename(columns=lambda c: f"paper {c}"))
+proxy_df = proxy_df.join(tables.paper_frame("4", list(proxy), ["toolbench-all"], ["pass_rate", "win_rate"])
+                         .droplevel(0, axis=1).rename(columns=lambda c: f"paper {c}"))
+format_table(proxy_df, percents=list(proxy_df.columns), missing="not printed")
 
 # %% [markdown]
 # ## Case studies (in the style of Figures 3 and 4)
@@ -410,9 +417,11 @@ tables.beside_paper(tt, "3", tables.COLS, ["ndcg@5", "recall@5"], label="ours (t
 if "missing" in tr["har"]:
     print(f"Table 6 on the transfer sets: not in this score cache ({tr['har']['missing']})")
 else:
-    display(tables.frame(tr["har"], tables.COLS, ["recall@5"]))
+    display(format_table(tables.frame(tr["har"], tables.COLS, ["recall@5"]), percents=tables.frame(
+        tr["har"], tables.COLS, ["recall@5"]).columns.tolist()))
     # each HAR source against HAR off, Recall@5 all-avg, paired over the six groups' queries
-    display(pd.DataFrame(tr["har_tests"]).set_index("comparison")[["n", "diff", "p"]].round(4))
+    display(format_table(pd.DataFrame(tr["har_tests"]).set_index("comparison")[["n", "diff", "p"]], metrics=["diff"],
+                         signed=["diff"]))
 
 # %% [markdown]
 # ## The paper's claims, checked on these tables (ours) and on the paper's printed numbers
@@ -447,7 +456,7 @@ runs_compared = None
 if "seen" in weak_runs:
     runs_compared = analysis.compare_runs({"weak setup": weak_runs["seen"],
                                            "this run": {"claims": rec.extra["claims"], "cells": rec.cells}})
-    display(runs_compared.round(1))
+    display(format_table(runs_compared, percents="floats"))
 
 # %% [markdown]
 # ## Held-out draws: a property of ToolLens, or of one split?
@@ -486,7 +495,7 @@ if drawn:
     # the main run's verdict beside the draws' (on all of this run's queries; the first runs' main models trained
     # longer than their draws, the fair standard's train at the draws' budget and draw 0 is its split)
     claims_stability.insert(0, "main run", ours_claims["holds"].reindex(claims_stability.index).fillna("n/a"))
-    display(spread.round(1), claims_stability)
+    display(format_table(spread, percents="floats"), format_table(claims_stability))
 if draws_pending:
     print(f"{len(draws_pending)} of {len(cfg.draw_seeds)} draws pending (no score cache):")
     display(pd.DataFrame(draws_pending).set_index("seed"))
@@ -521,7 +530,7 @@ if drawn:
     draws_mod.record_categories(rec, drawn)
     category_rows = draws_mod.category_table(drawn)
     interval_rows = draws_mod.interval_table(drawn)
-    display(category_rows.round(1), draws_mod.interval_text(interval_rows))
+    display(format_table(category_rows, percents="floats"), draws_mod.interval_text(interval_rows))
 
 # %% [markdown]
 # ## Reranker variants: where the reranker starts
@@ -551,7 +560,7 @@ rec.extra["variants_pending"] = variants_pending
 variant_rows = variants_mod.variant_table(cfg, variant_results) if variant_results else None
 if variant_rows is not None:
     variants_mod.record_variants(rec, variant_rows)
-    display(variant_rows.round(1))
+    display(format_table(variant_rows, percents="floats"))
 if variants_pending:
     print(f"{len(variants_pending)} of {len(cfg.variants)} variants pending (no score cache):")
     display(pd.DataFrame(variants_pending).set_index("variant"))
@@ -650,7 +659,7 @@ if profile == "standard" and first_run_file.is_file():
     before_after = {"claims": analysis.claims_before_after(runs_),
                     "fig1a_unseen": analysis.fig1a_before_after(runs_, "unseen")}
     rec.extra["before_after"] = {k: v.reset_index().to_dict("records") for k, v in before_after.items()}
-    display(before_after["claims"], before_after["fig1a_unseen"].round(1))
+    display(format_table(before_after["claims"]), format_table(before_after["fig1a_unseen"], percents="floats"))
 else:
     print("no first-run record beside this profile's results: nothing to compare")
 
@@ -662,195 +671,10 @@ else:
 # nothing. Recall@5 in percent unless said otherwise.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
-from IPython.display import Markdown, display  # noqa: E402
+from toolkit.report import reading_cell  # noqa: E402
+from toolkit.toolrerank.reading import reading  # noqa: E402
 
-from toolkit.report import Reading  # noqa: E402
-
-R = Reading.from_cells(rec.cells, "toolrerank", tail=("recall@5",))
-# each verdict with the p-values of the paired comparisons it rests on (claims table above)
-verdict = {r["claim"].split(" (")[0]: r["holds"] + (f" ({r['p']})" if r.get("p") else "") for r in rec.extra["claims"]}
-fig = {(r["tools"], r["m"]): r["recall@5"] for r in fig_rows}
-best_m = {part: max((m for (p_, m) in fig if p_ == part and m != "dpr"), key=lambda m: fig[(part, m)])
-          for part in ("seen", "unseen")}
-unseen_rows = diag.loc[UNSEEN_SUBSETS]
-seen_rows = diag.loc[SEEN_SUBSETS]
-
-
-def span(col, rows, fmt=".2f"):
-    return f"{rows[col].min():{fmt}}–{rows[col].max():{fmt}}" if col in rows else "n/a"
-
-
-converged = analysis.convergence(training_stats)
-epochs_kept = ", ".join(
-    f"{name} {st.get('epochs', '?')}/{st.get('best_epoch') or st.get('epochs', '?')}"
-    for name, st in training_stats.items()) or "n/a"
-# the negative pool, compared under the earlier weak setup (1 epoch, one gold API per query, one negative per query
-# mined by the off-the-shelf encoder; 100 queries per subset): two kept runs that differ only in ce_neg_pool
-pool_runs = {}
-for pool_, _r in weak_runs.items():
-    _i1 = next(r for r in _r["seen_bias"] if r["subset"] == "I1-Tool")
-    pool_runs[pool_] = {"toolrerank": next(c["value"] for c in _r["cells"] if (c["table"], c["dataset"], c["method"],
-                        c["metric"]) == ("3", "all-avg", "ToolRerank", "recall@5")),
-                        "gold": _i1["score gold"], "other": _i1["score other (seen tool)"]}
-if len(pool_runs) == 2:
-    a_, s_ = pool_runs["all"], pool_runs["seen"]
-    negatives_text = (f"**Negatives matter.** Under the earlier weak setup (`results/10_toolrerank/weak_setup_pool_*.json`: "
-                      f"one epoch, one gold API and one negative per query mined by the off-the-shelf encoder, 100 queries "
-                      f"per subset; the two runs differ only in `ce_neg_pool`), negatives drawn from the whole library "
-                      f"make every held-out API a training negative that is never a positive: the reranker scores I1-Tool's "
-                      f"gold APIs {a_['gold']:.2f} against {a_['other']:.2f} for wrong seen-tool APIs (seen-tool pool: "
-                      f"{s_['gold']:.2f} vs {s_['other']:.2f}), and ToolRerank all-avg Recall@5 is {100 * a_['toolrerank']:.1f} "
-                      f"against {100 * s_['toolrerank']:.1f} with the seen-tool pool.")
-else:
-    negatives_text = "**Negatives:** the two kept runs that compare the negative pools are not in this profile's results."
-from toolkit.significance import p_label
-def _har_source(comparison):   # "ToolRerank (single) vs ToolRerank (none)" -> "single"; the main row's is the classifier
-    row = comparison.split(" vs ")[0]
-    return "classifier" if row == "ToolRerank" else row[len("ToolRerank ("):-1]
-har_text = ("; ".join(f"{_har_source(t['comparison'])} {100 * t['diff']:+.1f} ({p_label(t['p'])})" for t in tr["har_tests"])
-            if tr.get("har_tests") else "not in this score cache")
-text = R.format(f"""
-**Setting.** {setup.base} DPR, reranker and classifier trained on the {len(split.train.queries):,} ToolLens training
-queries (epochs trained / kept on dev: {epochs_kept}; dev curves: {"; ".join(f"{k} {v}" for k, v in converged.items()) or "n/a"}; {"one sampled gold API per query" if setup.de_pos == 1 else "every gold API"};
-reranker negatives: {setup.ce_neg} per {"gold API" if setup.ce_neg_per == "positive" else "query"} from the top
-{setup.ce_depth} of the {"off-the-shelf encoder" if setup.ce_neg_source == "base" else "trained DPR"}, among
-{"seen tools' APIs" if setup.ce_neg_pool == "seen" else "the whole library"}), evaluated on
-{cfg.subset_queries or "all"} queries per mirror subset. Absolute numbers are not comparable with the paper's (other
-queries, a {len(split.pool.corpus):,}-API corpus, bert-base trained on ≈170k ToolBench queries on a GPU): all-avg
-BM25 {{3|all-avg|BM25!p}} / {{paper:3|all-avg|BM25!p}}, DPR {{3|all-avg|DPR!p}} / {{paper:3|all-avg|DPR!p}},
-ToolRerank {{3|all-avg|ToolRerank!p}} / {{paper:3|all-avg|ToolRerank!p}} (ours / paper).
-
-- **Reranking helps: {verdict.get("reranking helps", "n/a")}.** Rerank-10 moves seen-avg from {{3|seen-avg|DPR!p}} (DPR)
-  to {{3|seen-avg|Rerank-10!p}} and unseen-avg from {{3|unseen-avg|DPR!p}} to {{3|unseen-avg|Rerank-10!p}}; all-avg
-  Rerank-10/30/50 {{3|all-avg|Rerank-10!p}} / {{3|all-avg|Rerank-30!p}} / {{3|all-avg|Rerank-50!p}} vs DPR
-  {{3|all-avg|DPR!p}} (paper {{paper:3|all-avg|Rerank-10!p}} / {{paper:3|all-avg|Rerank-30!p}} /
-  {{paper:3|all-avg|Rerank-50!p}} vs {{paper:3|all-avg|DPR!p}}). On the unseen subsets the reranker scores gold APIs
-  {span("score gold", unseen_rows)} against {span("score other (seen tool)", unseen_rows)} for wrong seen-tool
-  candidates (seen subsets: {span("score gold", seen_rows)} vs {span("score other (seen tool)", seen_rows)}), and with 50
-  candidates seen-tool APIs fill {span("seen-tool share top5 Rerank-50", unseen_rows, ".0f")} % of the unseen queries' top 5
-  (DPR: {span("seen-tool share top5 DPR", unseen_rows, ".0f")} %).
-- **Fewer candidates for seen tools, more for unseen: {verdict.get("fewer candidates for seen tools, more for unseen", "n/a")}.**
-  Figure 1(a): seen tools peak at m = {best_m["seen"]} ({{fig_seen_best!p}}; m = 10: {{fig_seen_10!p}}, m = 50:
-  {{fig_seen_50!p}}), unseen at m = {best_m["unseen"]} ({{fig_unseen_best!p}}; m = 10: {{fig_unseen_10!p}}, m = 50:
-  {{fig_unseen_50!p}}; no reranking: {{fig_unseen_dpr!p}}). The premise behind it — gold APIs of unseen tools rank
-  lower in the DPR — reads here: DPR top 10 holds {{s4.2|seen|DPR|gold_in_top10!p}} % of seen and
-  {{s4.2|unseen|DPR|gold_in_top10!p}} % of unseen gold APIs (paper {{paper:s4.2|seen|DPR|gold_in_top10!p}} /
-  {{paper:s4.2|unseen|DPR|gold_in_top10!p}}).
-- **m_s < m_u beats equal and reversed: {verdict.get("m_s < m_u beats m_s = m_u and m_s > m_u", "n/a")}** (Table 5):
-  (10, 50) {{5|all-avg|ToolRerank (m_s=10, m_u=50)!p}}, (10, 30) {{5|all-avg|ToolRerank (m_s=10, m_u=30)!p}}, (10, 10)
-  {{5|all-avg|ToolRerank (m_s=10, m_u=10)!p}}, (50, 10) {{5|all-avg|ToolRerank (m_s=50, m_u=10)!p}}; the grid search on
-  dev picked (m_s, m_u) = ({best.m_s}, {best.m_u}).
-- **HAR helps when its algorithm matches the query type: {verdict.get("HAR helps when it matches the query type", "n/a")}.**
-  Single-tool average: none {{6|single-avg|ToolRerank (none)!p}} → Algorithm 1 {{6|single-avg|ToolRerank (single)!p}}
-  (classifier {{6|single-avg|ToolRerank!p}}); multi-tool: none {{6|multi-avg|ToolRerank (none)!p}} → Algorithm 2
-  {{6|multi-avg|ToolRerank (multi)!p}}; the oracle classifier adds {{s4.4|all-avg|ToolRerank (oracle) vs ToolRerank|delta_recall@5!+p}}
-  (paper {{paper:s4.4|all-avg|ToolRerank (oracle) vs ToolRerank|delta_recall@5!+p}}); classifier accuracy
-  {{s4.4|all-avg|classifier|accuracy!p}} % (paper {{paper:s4.4|all-avg|classifier|accuracy!p}}), lowest on
-  {min(acc, key=acc.get)} ({acc[min(acc, key=acc.get)]:.0%}).
-- **Extended list for unseen tools only: {verdict.get("extended list for unseen tools only is best", "n/a")}** (Table 7,
-  single-avg): unseen only {{7|single-avg|ToolRerank (extended seen=no, unseen=yes)!p}}, none
-  {{7|single-avg|ToolRerank (extended seen=no, unseen=no)!p}}, both {{7|single-avg|ToolRerank (extended seen=yes, unseen=yes)!p}},
-  seen only {{7|single-avg|ToolRerank (extended seen=yes, unseen=no)!p}}.
-- **ToolRerank beats every Rerank-m: {verdict.get("ToolRerank > every Rerank-m", "n/a")}** ({{3|all-avg|ToolRerank!p}} vs
-  Rerank-10 {{3|all-avg|Rerank-10!p}}; paper {{paper:3|all-avg|ToolRerank - paper:3|all-avg|Rerank-10!+p}}), and its
-  order within the top 5 carries signal: shuffling it costs {{s4.4|all-avg|ToolRerank (APIs shuffled)|ndcg@5_decrease!p}}
-  NDCG@5 points (paper {{paper:s4.4|all-avg|ToolRerank (APIs shuffled)|ndcg@5_decrease!p}}).
-
-{negatives_text} Table 4 is not runnable; its proxy (all gold APIs in the top 5) follows Recall@5. The StableToolBench transfer
-({sum(tr["queries"].values())} queries, tools mostly unseen) gives all-avg DPR {{tr_dpr!p}}, Rerank-10 {{tr_r10!p}},
-ToolRerank {{tr_tr!p}}; hierarchy-aware reranking there against HAR off (Recall@5 points, all-avg, paired over
-{sum(tr["queries"].values())} queries, whose gold tools have {min(tr["gold_tool_apis"].values()):.1f}-{max(tr["gold_tool_apis"].values()):.1f}
-APIs on average per group): {har_text}.
-""", fig_seen_best=fig.get(("seen", best_m["seen"])), fig_seen_10=fig.get(("seen", 10)), fig_seen_50=fig.get(("seen", 50)),
-    fig_unseen_best=fig.get(("unseen", best_m["unseen"])), fig_unseen_10=fig.get(("unseen", 10)),
-    fig_unseen_50=fig.get(("unseen", 50)), fig_unseen_dpr=fig.get(("unseen", "dpr")),
-    **{k: tt[m].get("all-avg", {}).get("recall@5") for k, m in (("tr_dpr", "DPR"), ("tr_r10", "Rerank-10"),
-                                                                 ("tr_tr", "ToolRerank"))})
-if spread is not None and len(drawn) > 1:
-    gap = spread.loc[("gold in DPR top 10", "seen - unseen")]
-    r5 = {m: spread.loc[(f"{m} Recall@5", "all-avg")] for m in ("DPR", "Rerank-10", "ToolRerank")}
-    seeds_ = [c for c in claims_stability if c.startswith("seed ")]
-    stable = [f"*{c}*: {r[seeds_[0]]} on every draw, main run {r['main run']}" for c, r in claims_stability.iterrows()
-              if r["stable"] == "yes"]
-    unstable = [f"*{c}*: {'/'.join(r[seeds_])} by seed, main run {r['main run']}" for c, r in claims_stability.iterrows()
-                if r["stable"] == "no"]
-    text += (f"\n**Across {len(drawn)} held-out draws** (seeds {', '.join(str(d_.seed) for d_ in drawn)}; the draw setup, "
-             f"{cfg.draw_subset_queries or 'all'} queries per subset): seen − unseen gold in the DPR top 10 is "
-             f"{gap['mean']:+.1f} points on average (min {gap['min']:+.1f}, max {gap['max']:+.1f}; paper "
-             + R.format("{paper:s4.2|seen|DPR|gold_in_top10 - paper:s4.2|unseen|DPR|gold_in_top10!+p}") + "); all-avg "
-             "Recall@5 " + ", ".join(f"{m} {v['mean']:.1f} ± {v['std']:.1f}" for m, v in r5.items()) + ". "
-             f"Claims with the same verdict on every draw: {'; '.join(stable) or 'none'}. "
-             f"Claims whose verdict changes with the draw: {'; '.join(unstable) or 'none'}.\n")
-elif draws_pending:
-    text += f"\n**Held-out draws:** {len(draws_pending)} of {len(cfg.draw_seeds)} pending (see above).\n"
-if budget_rows is not None:
-    text += "\n" + budget_mod.reading(budget_rows, budget_vs_dpr, budget_pairs, main_pairs,
-                                     budget_setup=cfg.budget_setup) + "\n"
-elif budget_pending:
-    text += f"\n**The reranker's budget:** pending (`{budget_pending}`).\n"
-if category_rows is not None and len(drawn) > 1:
-    pooled_ = category_rows.xs("I1-Cat + I2-Cat", level="subset")
-    pooled_ = pooled_[pooled_["n"] > 0]
-    lo_, hi_ = pooled_["ToolRerank"].idxmin(), pooled_["ToolRerank"].idxmax()
-
-    def span_(part):
-        r_ = interval_rows.loc["ToolRerank"]
-        return f"{r_[(part, 'min')]:.1f}–{r_[(part, 'max')]:.1f}"
-    text += (f"\n**Per held-out category** (I1-Cat + I2-Cat, ToolRerank Recall@5 on each draw's sample): from "
-             f"{pooled_.loc[lo_, 'ToolRerank']:.1f} ({lo_[1]}, draw {lo_[0]}, n = {pooled_.loc[lo_, 'n']}) to "
-             f"{pooled_.loc[hi_, 'ToolRerank']:.1f} ({hi_[1]}, draw {hi_[0]}, n = {pooled_.loc[hi_, 'n']}); over the draws "
-             f"ToolRerank's I1-Cat spans {span_('I1-Cat')}, I2-Cat {span_('I2-Cat')}, unseen-avg {span_('unseen-avg')} "
-             f"(seen-avg {span_('seen-avg')}). Categories held out by more than one draw: "
-             f"{', '.join(heldout_by_draw.attrs['shared']) or 'none'}.\n")
-if runs_compared is not None:
-    rc = runs_compared
-    flipped = [r for (q, r) in rc.index if q == "claim" and rc.loc[(q, r), "changed"] == "yes"]
-
-    def w(part, col):
-        return rc.loc[("gold in DPR top 10 (%)", part), col]
-
-    gap_then, gap_now = w("seen", "weak setup") - w("unseen", "weak setup"), w("seen", "this run") - w("unseen", "this run")
-    premise = ("turns round, so the reversed premise was a property of the undertrained DPR" if gap_then < 0 < gap_now
-               else "keeps its sign" if gap_then * gap_now > 0 else "changes")
-    text += (f"\n**The data or the training?** Against the earlier weak setup (table above), the premise of §4.2 "
-             f"{premise}: gold in the DPR top 10 was {w('seen', 'weak setup'):.1f} % seen / "
-             f"{w('unseen', 'weak setup'):.1f} % unseen and is {w('seen', 'this run'):.1f} / {w('unseen', 'this run'):.1f} % "
-             f"now (paper " + R.format("{paper:s4.2|seen|DPR|gold_in_top10!p} / {paper:s4.2|unseen|DPR|gold_in_top10!p}")
-             + f"). Claims whose verdict changed with the training: {'; '.join(flipped) or 'none'}; the other "
-             f"verdicts are the same under both setups.\n")
-text += (f"\n**Dev set.** `dev_pool = {setup.dev_pool!r}`: {rec.extra['dev_touching_heldout']} of "
-         f"{len(split.dev.queries)} dev queries touch held-out tools or categories.\n")
-if variant_rows is not None:
-    chosen_ = ", ".join(variant_rows.index[variant_rows["chosen"]])
-    text += ("\n**Reranker variants** (screen budget `variant_setup`; dev Rerank-10 Recall@5 / ToolRerank unseen-avg on "
-             "each variant's own sample): " + "; ".join(
-                 f"{n_} {r_['dev Rerank-10 R@5']:.1f} / {r_.get('ToolRerank unseen-avg', float('nan')):.1f}"
-                 for n_, r_ in variant_rows.iterrows()) + f". Best on dev: {chosen_}.\n")
-elif variants_pending:
-    text += f"\n**Reranker variants:** {len(variants_pending)} of {len(cfg.variants)} pending (see above).\n"
-if alone_table is not None:
-    a_ = alone_table
-
-    def alone_pair(part, metric):
-        return (f"reranker {a_.loc[part, f'reranker {metric}']:.1f} vs DPR {a_.loc[part, f'DPR {metric}']:.1f} "
-                f"(p = {a_.loc[part, f'p {metric}']:.3g})")
-    text += (f"\n**The reranker alone** ({cfg.alone_queries} queries per subset scored against "
-             f"{'the whole library' if cfg.alone_library is None else f'{cfg.alone_library} APIs'}): Recall@5 seen "
-             f"{alone_pair('seen', 'recall@5')}, unseen {alone_pair('unseen', 'recall@5')}; gold-vs-non-gold AUC seen "
-             f"{alone_pair('seen', 'auc')}, unseen {alone_pair('unseen', 'auc')}.\n")
-elif alone_pending:
-    text += f"\n**The reranker alone:** pending (`{alone_pending}`).\n"
-if before_after is not None:
-    ba_, f_ = before_after["claims"], before_after["fig1a_unseen"]
-    b_, a_ = f_.columns
-    changed_ = [c for c, r in ba_.iterrows() if r[f"{b_}: holds"] != r[f"{a_}: holds"]]
-    text += (f"\n**Before and after** (the first run, MiniLM-head reranker, against this run): Figure 1(a)'s unseen "
-             f"curve " + ", ".join(f"m = {m} {f_.loc[m, b_]:.1f} → {f_.loc[m, a_]:.1f}" for m in f_.index
-                                  if m in ("10", "30", "50", "dpr")) +
-             f". Claims whose verdict changed: {'; '.join(changed_) or 'none'}.\n")
-display(Markdown(text))
-if R.missing:
-    print(f"{len(set(R.missing))} numbers are not in this run (n/a above):", ", ".join(sorted(set(R.missing))[:6]))
+reading_cell(reading, globals())
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}

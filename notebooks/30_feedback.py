@@ -48,7 +48,7 @@ from toolkit.feedback.config import config_for
 from toolkit.feedback import experiment as X
 from toolkit.feedback.collect import collect
 from toolkit.feedback.data import test_sets, training_set
-from toolkit.report import side_by_side
+from toolkit.report import format_table, paper_table
 from toolkit.results import Recorder
 from toolkit.retrieval import build_retriever
 from toolkit.significance import p_label
@@ -69,7 +69,7 @@ cfg
 # %%
 t1 = T.table1(len(train.queries), len(train.corpus), full_tests)
 T.record_table1(rec, t1)
-side_by_side(rec, T.PAPER, "1", wide=False)
+paper_table(rec, T.PAPER, "1", wide=False)
 
 # %% [markdown]
 # ## Tables 2 and 3 — BM25 and the off-the-shelf embedding
@@ -214,15 +214,8 @@ for (llm_name, setting), g in caps.groupby(["llm", "setting"], sort=False):
 # ToolRetriever on that sample (the paper: over the best previous method, ToolRetriever).
 
 # %%
-both = pd.concat([values.assign(table=values.set.map(lambda x: "3" if x in X.OUT_OF_DOMAIN else "2")),
-                  llm_values.drop(columns="note")], ignore_index=True)
-T.retrieval_table(both[(both.table == "2") & (both.metric != "ndcg@10")], METRICS[:3])
-
-# %%
-T.retrieval_table(both[both.table == "3"], METRICS)
-
-# %%
-side_by_side(rec, T.PAPER, "2")
+display(paper_table(rec, T.PAPER, "2", caption="Table 2 (in-domain): the paper's value, ours, Δ = ours - paper (x100)"),
+        paper_table(rec, T.PAPER, "3", caption="Table 3 (out-of-domain): the paper's value, ours, Δ = ours - paper (x100)"))
 
 # %% [markdown]
 # ## Controls: what explains the gap to ToolRetriever
@@ -276,11 +269,11 @@ print(f"LLMs {', '.join(cfg.scale_llms)} on {cfg.scale_queries or 'all'} I2 inst
 display(T.condition_table(scale_rows, "llm-scale", METRICS[:3]) if len(scale_rows)
         else "no LLM-scale trace yet (pending above)")
 scale_parts = pd.DataFrame(rec.extra["llm_scale"])
-display(scale_parts.pivot_table(index="part", columns="metric", values="diff", sort=False).round(3)
-        .join(scale_parts[scale_parts.metric == "ndcg@5"].set_index("part")[["n", "p"]])
-        if len(scale_parts) else "no pair of LLM-scale rows yet")
+display(format_table(scale_parts.pivot_table(index="part", columns="metric", values="diff", sort=False)
+                     .join(scale_parts[scale_parts.metric == "ndcg@5"].set_index("part")[["n", "p"]]),
+                     signed=METRICS) if len(scale_parts) else "no pair of LLM-scale rows yet")
 rec.extra["non_refinements"] = extra.get("non_refinements", [])
-pd.DataFrame(rec.extra["non_refinements"]).set_index("row").round(3) if rec.extra["non_refinements"] else None
+format_table(pd.DataFrame(rec.extra["non_refinements"]).set_index("row")) if rec.extra["non_refinements"] else None
 
 # %% [markdown]
 # ## Table 4 — ablations, Table 5 — rounds, Table 6 — base models, Table 7 — embedding sizes (I2)
@@ -323,7 +316,8 @@ print(f"{cfg.base}'s own embedding size: {resolve_model(cfg.base)[1]['dim']} (Ta
 for table in ("4", "5", "6", "7"):
     metrics = METRICS + (["seconds_per_instruction"] if table == "5" else [])
     if (llm_values.table == table).any():
-        display(T.condition_table(llm_values, table, metrics), side_by_side(rec, T.PAPER, table))
+        display(paper_table(rec, T.PAPER, table, caption=f"Table {table}: the paper's value, ours, Δ = ours - paper "
+                                                         "(x100; seconds as they are)"))
     else:
         print(f"Table {table}: no trace yet (pending above)")
 
@@ -337,7 +331,9 @@ for table in ("4", "5", "6", "7"):
 # %%
 condition_rounds = pd.DataFrame(extra.get("condition_rounds", []))
 rec.extra["condition_rounds"] = condition_rounds.to_dict("records")
-condition_rounds.round(3) if len(condition_rounds) else print("no Table 4, 6, 7 trace yet")
+(format_table(condition_rounds, metrics=[c for c in condition_rounds if c.startswith("round") or c == "loop"],
+              signed=["loop", "round 0 vs Ours"], missing={"round 0 vs Ours": "reference", "p": "reference"})
+ if len(condition_rounds) else print("no Table 4, 6, 7 trace yet"))
 
 # %% [markdown]
 # ## Figure 4 — one instruction through the loop (our data)
@@ -405,7 +401,7 @@ rec.extra["offline_feedback_moves"] = offline_moves
 # %%
 audit = pd.DataFrame(extra.get("decision_audit", []))
 rec.extra["decision_audit"] = audit.to_dict("records")
-audit.round(3) if len(audit) else print("no test trace yet")
+format_table(audit, metrics=[]) if len(audit) else print("no test trace yet")
 
 # %% [markdown]
 # ## Where the change comes from: what the LLM did with the text
@@ -422,7 +418,9 @@ audit.round(3) if len(audit) else print("no test trace yet")
 effect = pd.DataFrame(extra.get("refinement_effect", []))
 moves = pd.DataFrame(extra.get("rewrite_moves", []))
 rec.extra["refinement_effect"], rec.extra["rewrite_moves"] = effect.to_dict("records"), moves.to_dict("records")
-display(effect.round(3), moves.round(3)) if len(effect) else print("no test trace yet")
+display(format_table(effect, metrics=[c for c in effect if c.startswith("round") or c == "contribution"],
+                     signed=["contribution"]),
+        format_table(moves, metrics=[], missing="none")) if len(effect) else print("no test trace yet")
 
 # %% [markdown]
 # ## The paper's claims, checked on this run and on the paper's own tables
@@ -474,167 +472,10 @@ fair_progress.drop(columns="problem") if (fair_progress.problem == "").all() els
 # set, on the same corpus and queries.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from IPython.display import Markdown  # noqa: E402
+from toolkit.feedback.reading import reading  # noqa: E402
+from toolkit.report import reading_cell  # noqa: E402
 
-from toolkit.report import Reading  # noqa: E402
-
-v = values[~values.ours_only].set_index(["set", "method", "metric"]).value
-lines = [f"- **{label}** NDCG@5: BM25 {v[label, 'BM25', 'ndcg@5']:.3f}, off-the-shelf {cfg.base} "
-         f"{v[label, 'Ada Embedding', 'ndcg@5']:.3f} "
-         f"(n = {len(tests[label].nested_sample(cfg.baseline_queries, cfg.sample_seed).queries)})" for label in tests]
-R = Reading.from_cells(rec.cells, T.PAPER, tail=("ndcg@5",))
-if "ToolRetriever" in set(llm_values.method):
-    def per_query(frame, label, method):
-        r = frame[(frame.set == label) & (frame.method == method) & (frame.metric == "ndcg@5")]
-        return r.per_query.iloc[0] if len(r) else None
-    finetune = {label: compared(f"{label}", per_query(llm_values, label, "ToolRetriever"),
-                                per_query(values, label, "Ada Embedding"))
-                for label in ("I1", "I2", "I3", "UltraTool") if per_query(llm_values, label, "ToolRetriever")}
-    rec.extra["fine_tuning_tests"] = finetune
-    lines.append(R.format(
-        "- **Fine-tuning on ToolLens** (ToolRetriever: the warm-up dual encoder on the whole sets, beside the "
-        f"off-the-shelf {cfg.base}, NDCG@5; paper ToolRetriever / Ada): I1 {{2|toolbench-i1|ToolRetriever}} vs "
-        "{2|toolbench-i1|Ada Embedding} ({paper:2|toolbench-i1|ToolRetriever} / {paper:2|toolbench-i1|Ada Embedding}), "
-        "I2 {2|toolbench-i2|ToolRetriever} vs {2|toolbench-i2|Ada Embedding} ({paper:2|toolbench-i2|ToolRetriever} / "
-        "{paper:2|toolbench-i2|Ada Embedding}), I3 {2|toolbench-i3|ToolRetriever} vs {2|toolbench-i3|Ada Embedding} "
-        "({paper:2|toolbench-i3|ToolRetriever} / {paper:2|toolbench-i3|Ada Embedding}), UltraTool "
-        "{3|ultratool|ToolRetriever} vs {3|ultratool|Ada Embedding} ({paper:3|ultratool|ToolRetriever} / "
-        "{paper:3|ultratool|Ada Embedding}). Paired randomization tests of the difference: "
-        + p_text([{**t, "comparison": g} for g, t in finetune.items()], sep=", ")
-        + ". The paper trains on ToolBench's own training instructions; ours on "
-        f"ToolLens ({len(train.corpus):,} APIs), while I1-I3 search {len(tests['I1'].corpus):,} APIs here."))
-if {"Ours", "ToolRetriever"} <= set(llm_values.method):
-    def same_queries(label):
-        """ToolRetriever's row on Ours' queries: the LLM sample's, unless that sample is the whole set"""
-        m = "ToolRetriever (LLM sample)"
-        return m if ((llm_values.set == label) & (llm_values.method == m)).any() else "ToolRetriever"
-    lines.append(R.format(
-        "- **Feedback vs the fine-tuned retriever** (NDCG@5 on the LLM samples, Ours and its relative change over "
-        "ToolRetriever, n queries): I1 {2|toolbench-i1|Ours} ({2|toolbench-i1|% improve!+.1%}, n = "
-        "{2|toolbench-i1|Ours|n}; paper {paper:2|toolbench-i1|% improve!+.1%}), I2 {2|toolbench-i2|Ours} "
-        "({2|toolbench-i2|% improve!+.1%}, n = {2|toolbench-i2|Ours|n}; paper {paper:2|toolbench-i2|% improve!+.1%}), "
-        "I3 {2|toolbench-i3|Ours} ({2|toolbench-i3|% improve!+.1%}, n = {2|toolbench-i3|Ours|n}), "
-        "UltraTool {3|ultratool|Ours} ({3|ultratool|% improve!+.1%}, n = {3|ultratool|Ours|n})."))
-    lines.append(R.format(
-        "- **Rounds** (Table 5, I2, n = {5|toolbench-i2|Ours (T=3)|n}): NDCG@5 {5|toolbench-i2|Ours (T=1)} / {5|toolbench-i2|Ours (T=2)} / "
-        "{5|toolbench-i2|Ours (T=3)} after 1 / 2 / 3 rounds, at "
-        "{5|toolbench-i2|Ours (T=1)|seconds_per_instruction!.1f} / {5|toolbench-i2|Ours (T=2)|seconds_per_instruction!.1f}"
-        " / {5|toolbench-i2|Ours (T=3)|seconds_per_instruction!.1f} LLM seconds per instruction (paper "
-        "{paper:5|toolbench-i2|Ours (T=1)} / {paper:5|toolbench-i2|Ours (T=2)} / {paper:5|toolbench-i2|Ours (T=3)}).")
-        + " Instructions refined 0 / 1 / 2 / 3 times: "
-        + " / ".join(str(n) for n in extra.get("stopped_after_round", {}).values())
-        + "; the refinement changed the text of " + " / ".join(f"{x:.0%}" for x in extra["rewritten_by_round"].values())
-        + R.format(" of the instructions at rounds 1 / 2 / 3. Before any feedback (T=0) the trained retriever scores "
-                   f"{{5|toolbench-i2|Ours (T=0)}} against ToolRetriever's {{2|toolbench-i2|{same_queries('I2')}}} on "
-                   "the same queries; ending the loop at an unchanged refinement as at \"N/A\" gives "
-                   f"{{5|toolbench-i2|{X.UNCHANGED_STOPS.format(T=cfg.training.rounds)}}} at "
-                   f"{{5|toolbench-i2|{X.UNCHANGED_STOPS.format(T=cfg.training.rounds)}|seconds_per_instruction!.1f}} "
-                   "LLM seconds per instruction."))
-
-    def rows_of(table, methods, name=lambda m: m):
-        """'name ours (paper p)' for each row of ``table`` with a value here; the others listed as pending"""
-        have = set(llm_values[llm_values.table == table].method)
-        done = [f"{name(m)} {{{table}|toolbench-i2|{m}}} (n = {{{table}|toolbench-i2|{m}|n}}; paper "
-                f"{{paper:{table}|toolbench-i2|{m}}})" for m in methods if m in have]
-        todo = [name(m) for m in methods if m not in have]
-        return R.format("; ".join(done + ([f"pending: {', '.join(todo)}"] if todo else [])))
-    if rec.extra.get("decomposition"):
-        lines.append("- **What explains the gap** (NDCG@5 on the LLM samples, paired differences with p; the controls "
-                     "above): " + C.decomposition_text(rec.extra["decomposition"]) + ". The oracle's refinement "
-                     "names the gold APIs, so its gain bounds what feedback can give the same retriever and loop: "
-                     "a positive gain says the loop and the retrieval are sound and the LLM's feedback is what falls "
-                     "short.")
-    if rec.extra.get("fair_decomposition"):
-        lines.append("- **The same decomposition under the fair LLM step** (Ours and its controls retrained on the "
-                     "uncapped training feedback; on the instructions the fair Ours has traced so far): "
-                     + C.decomposition_text(rec.extra["fair_decomposition"]) + ".")
-    if rec.extra.get("llm_scale"):
-        fair_caps = caps[caps.setting == "fair"].groupby("llm")["share at the cap"].max()
-        lines.append(f"- **Is the LLM the limit?** (the loop on ToolRetriever with each LLM, I2 sample of "
-                     f"{cfg.scale_queries}, NDCG@5, paired differences on the instructions both rows traced): "
-                     + C.scale_text(rec.extra["llm_scale"]) + ". Largest share of a step's answers at its cap: "
-                     + ", ".join(f"{m} {x:.1%}" for m, x in fair_caps.items()) + ". Refinements that are not "
-                     "refined instructions: "
-                     + ", ".join(f"{e['row']} {e['not a refinement']} of {e['refinements']} ("
-                                 f"{e['repeats the request']} repeat step 4's request, {e['a bare yes/no']} a bare "
-                                 f"yes/no, {e['a refusal']} refuse; NDCG@5 {e['ndcg@5']:.3f}, "
-                                 f"{e['ndcg@5 had they stopped']:.3f} had they stopped, {p_label(e['p'])})"
-                                 for e in rec.extra["non_refinements"]) + ".")
-    lines.append("- **Ablations** (Table 4, I2 sample, NDCG@5): "
-                 + rows_of("4", ["Ours", *X.CONDITIONS["4"]]) + ".")
-    if len(condition_rounds):
-        lines.append(R.format("- **Training or loop** (NDCG@5 at round 0, before any feedback → after the loop; the "
-                              "warm-up ToolRetriever, before any training on feedback, scores "
-                              "{6|toolbench-i2|ToolRetriever (BERT-based)} on the same queries): ")
-                     + T.condition_rounds_text(condition_rounds, cfg.training.rounds))
-    base_tests = [t for who in ("ToolRetriever", "Ours")
-                  if (t := T.paired_test(llm_values, "6", "I2", f"{who} (RoBERTa-based)", f"{who} (BERT-based)"))]
-    lines.append("- **Base models** (Table 6, I2 sample, NDCG@5; MiniLM in place of BERT-base, mpnet of "
-                 "RoBERTa-base): " + rows_of("6", [f"{who} ({base}-based)" for base in ("BERT", "RoBERTa")
-                                                    for who in ("ToolRetriever", "Ours")])
-                 + (f". RoBERTa-class vs BERT-class, same method: {p_text(base_tests)}" if base_tests else "") + ".")
-    lines.append(f"- **Embedding sizes** (Table 7, I2 sample, NDCG@5; a linear projection of {cfg.base}'s "
-                 f"{resolve_model(cfg.base)[1]['dim']}-dimensional embedding): " + rows_of("7", list(X.CONDITIONS["7"]),
-                                                       lambda m: m.split("=")[1].rstrip(")")) + ".")
-for setup, judged in claims.groupby("setup", sort=False):
-    decided = judged[judged.here != "pending"]
-    lines.append(f"- **Claims, {setup}** ({len(decided)} of {len(judged)} decided; table above)"
-                 + (", here vs the paper's own tables: " + "; ".join(f"{c.claim}: {c.here} vs {c.paper}"
-                                                                      + (f" ({c.p})" if c.p else "")
-                                                                      for c in decided.itertuples())
-                    if len(decided) else ": every verdict waits for its traces (the commands above)") + ".")
-if offline_test is not None:
-    steps = [f"ToolRetriever + feedback (round {t})" for t in range(cfg.training.rounds + 1)]
-    lines.append(R.format(
-        "- **Offline feedback alone** (§4.3; ToolLens train, the warm-up retriever on its own training instructions, "
-        "NDCG@5, n = {n}): " + " → ".join(f"{{s4.3|toollens-train|{m}}}" for m in steps) + " from round 0 to "
-        f"{cfg.training.rounds} ({{d!+.3f}}, {p_text([offline_test])}); instructions changed by the refinement at rounds "
-        f"1-{cfg.training.rounds}: " + " / ".join(f"{{s4.3|toollens-train|{m}|rewritten!.0%}}" for m in steps[1:])
-        + f"; per instruction, round {cfg.training.rounds} is better than round 0 on {offline_moves['better']}, equal on "
-        f"{offline_moves['equal']} and worse on {offline_moves['worse']}.",
-        n=int(offline.n.iloc[0]), d=offline_test["diff"]))
-if len(audit):
-    a = audit.set_index("set")
-    lines.append("- **Stopping** (round 1): the LLM asked for no refinement on "
-                 + ", ".join(f"{g} {a.at[g, 'N/A at round 1']:.0%}" for g in a.index)
-                 + " of the instructions; the round-0 top " + str(f.k) + " held every gold API for "
-                 + ", ".join(f"{g} {a.at[g, f'all gold in top {f.k}']:.0%}" for g in a.index)
-                 + "; it stopped with a gold API missing on "
-                 + ", ".join(f"{g} {a.at[g, 'N/A with gold missing']:.0%}" for g in a.index) + "."
-                 + (" Asked whether all goals are solved, it said yes on "
-                    + ", ".join(f"{g} {a.at[g, 'Q1 yes']:.0%}" for g in a.index)
-                    + ", and whether the appropriate tools rank highest, on "
-                    + ", ".join(f"{g} {a.at[g, 'Q2 yes']:.0%}" for g in a.index) + "; both yes (the rule's own "
-                    "N/A; the rest of the stops are refinements that returned the instruction unchanged) on "
-                    + ", ".join(f"{g} {a.at[g, 'both yes']:.0%}" for g in a.index) + "."
-                    if "Q1 yes" in a else ""))
-if len(effect):
-    e, T_ = effect.set_index(["set", "instructions"]), cfg.training.rounds
-    kinds = (("text changed", "changed text"), ("text never changed", "same text"), ("N/A at round 1", "N/A"))
-
-    def words(x):
-        return "none" if pd.isna(x) else f"{x:+g}"
-    lines.append(f"- **Where the change comes from** (NDCG@5, round 0 → {T_}, by what the LLM did with the text): "
-                 + "; ".join(f"{g} ({e.loc[g].contribution.sum():+.3f}, of which {e.at[(g, 'text changed'), 'contribution']:+.3f}"
-                             " from changed text): " + ", ".join(
-                     f"{name} n = {e.at[(g, kind), 'n']} ({e.at[(g, kind), 'share']:.0%}) "
-                     f"{e.at[(g, kind), 'round 0']:.3f} → {e.at[(g, kind), f'round {T_}']:.3f}"
-                     for kind, name in kinds if e.at[(g, kind), "n"]) for g in e.index.unique("set"))
-                 + ". Rewritten at round 1, moved up / stayed / moved down at round 1: "
-                 + "; ".join(f"{m.set} {m.better} / {m.equal} / {m.worse} (median words added: "
-                             f"{words(m['words added (better)'])} up, {words(m['words added (worse)'])} down)"
-                             for _, m in moves.iterrows()) + ".")
-if pending:
-    partial = (llm_values[llm_values.n < llm_values.planned][["table", "set", "method"]].drop_duplicates().shape[0]
-               if len(llm_values) else 0)
-    lines.append(f"- **Pending:** {len(pending)} traces (listed above). A trace still being generated gives its rows on "
-                 f"the instructions traced so far ({partial} rows here; their n and notes say so); the rows of a "
-                 "trace not started are absent, not filled.")
-if profile == "smoke":
-    lines.append("- *Smoke profile: an echo stand-in LLM and a few training steps; these numbers mean nothing.*")
-display(Markdown("\n".join(lines)))
-if R.missing:
-    print(f"{len(set(R.missing))} numbers are not in this run (n/a above)")
+reading_cell(reading, globals())
 
 # %%
 path = rec.save()

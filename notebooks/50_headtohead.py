@@ -11,9 +11,12 @@
 #   configuration: I1 150, I2 230, I3 61, UltraTool 150), so the most expensive method is on every query. The smoke
 #   profile keeps the first 5 queries of each sample (the samples are nested), over the same corpora.
 # - Metrics: NDCG@5, Recall@5 and the share of queries with every gold API in the top 5 (what an agent that reads
-#   five tools needs); binary relevance, trec_eval's tie rule. Each method against the best cheap baseline of the
-#   set (no LLM, no training: the highest NDCG@5 of BM25 and the off-the-shelf encoders) by the paired randomization
-#   test (`toolkit.significance`).
+#   five tools needs); binary relevance, trec_eval's tie rule. Each method against the set's reference baseline,
+#   fixed and named: the best NDCG@5 of BM25, Dense MiniLM and Dense mpnet (no LLM, no training; never a method you
+#   add), by the paired randomization test (`toolkit.significance`).
+# - Your method: `-p methods='["mypackage.module:MyMethod"]'` (a `toolkit.methods.Method` subclass; e.g.
+#   `examples/word_overlap.py:WordOverlap`) runs it on every set, the leaderboard, the Pareto figure and the cost
+#   growth, without editing this notebook.
 # - Each method in its best standard configuration, read from its committed caches: the fine-tuned DPR and the
 #   feedback loop from their traces (`data/feedback_traces/`; the loop under the fair LLM step, which beats
 #   the capped one on every set in notebook 30), Re-Invoke's intents from `data/llm_cache/`, the encoders' vectors
@@ -35,38 +38,46 @@
 # %% tags=["parameters"]
 profile = "smoke"   # smoke | standard | paper
 overrides = {}      # any field of toolkit.methods.benchmark.HeadToHeadConfig, e.g. {"queries_per_set": 20}
+methods = []        # your methods, "package.module:Class" or "path/file.py:Class" (toolkit.methods.user)
 
 # %%
 from toolkit.notebook import parameters
-overrides = parameters(globals(), "50_headtohead", ('profile', 'overrides'))   # papermill -p <field> <value> lands in overrides
+overrides = parameters(globals(), "50_headtohead", ('profile', 'overrides', 'methods'))   # papermill -p <field> <value> lands in overrides
 from dataclasses import asdict
 
 import pandas as pd
 from IPython.display import Markdown, display
 
 from toolkit.methods import benchmark as B
+from toolkit.methods.user import load_methods, parse_specs
+from toolkit.report import format_table
 from toolkit.results import Recorder
 
 cfg = B.config_for(profile, **overrides)
-rec = Recorder("50_headtohead", profile, parameters={"overrides": overrides,
+methods = parse_specs(methods)
+rec = Recorder("50_headtohead", profile, parameters={"overrides": overrides, "methods": methods,
                                                      **{k_: v for k_, v in asdict(cfg).items() if k_ != "profile"}})
 sets = B.benchmark_sets(cfg)
-pd.DataFrame([ds.stats() for ds in sets.values()], index=list(sets))[["queries", "documents", "qrels"]]
+format_table(pd.DataFrame([ds.stats() for ds in sets.values()], index=list(sets))[["queries", "documents", "qrels"]])
 
 # %% [markdown]
 # ## The methods and the combinations
 #
 # Single methods wrap each paper's package (`toolkit/methods/catalog.py`); combinations fuse runs by reciprocal-rank
-# fusion (k = 60, `toolkit.methods.fusion.rrf`). What each combination should fix:
+# fusion (k = 60, `toolkit.methods.fusion.rrf`). Your methods (the `methods` parameter) are imported and checked here
+# and run everywhere the built-ins run; the reference baseline stays the best of BM25 and the two off-the-shelf
+# encoders. What each combination should fix:
 
 # %%
-methods = B.default_methods(cfg, sets)
-pd.Series(B.COMBINATION_WHY, name="what it should fix").to_frame()
+built_in = B.default_methods(cfg, sets)
+yours = load_methods(methods, reserved=built_in)
+all_methods = {**built_in, **yours}
+format_table(pd.Series(B.COMBINATION_WHY, name="what it should fix").to_frame())
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # wall-clock times of each method's offline and online steps: measured, not reproducible to the digit
-result = B.run_benchmark(methods, sets, ties=cfg.ties)
+result = B.run_benchmark(all_methods, sets, ties=cfg.ties)
 
 # %% [markdown]
 # ## Leaderboard
@@ -80,13 +91,13 @@ result = B.run_benchmark(methods, sets, ties=cfg.ties)
 board = B.leaderboard(result, n_permutations=cfg.n_permutations)
 B.record(rec, result, board)
 quality = [c for c in board.columns if not c.startswith(("online", "offline"))]
-board[quality].round(3)
+B.leaderboard_table(board, quality)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # costs: the measured parts move with the machine's load
 costs = B.cost_table(result)
-costs
+format_table(costs, metrics=[], missing="not recorded")
 
 # %% [markdown]
 # ## Pending methods
@@ -95,7 +106,7 @@ costs
 # (measured rates from the caches and `results/bench/`).
 
 # %%
-B.pending_table(result)
+format_table(B.pending_table(result), metrics=[], missing="unknown")
 
 # %% [markdown]
 # ## Quality against online cost
@@ -141,30 +152,31 @@ display(Markdown(B.reading(board, result)))
 from toolkit.methods import scaling as S
 from toolkit.methods.catalog import ENCODER_DOCS_PER_SECOND
 
-points, scale_quality = S.run(cfg, sets)
+points, scale_quality = S.run(cfg, sets, methods=yours)
 library_size = len(sets["I1"].corpus)
 all_costs = S.benchmark_costs(result)
 growth = S.growth_table(points, all_costs, library_size, mpnet_docs_per_second=ENCODER_DOCS_PER_SECOND["mpnet"],
                         parts=result.parts)
 fits = S.fit_table(growth)
-fits.round(3)
+format_table(fits, metrics=[])
 
 # %%
 # NBVAL_CHECK_OUTPUT
 # the nested libraries and the measured methods' NDCG@5 on them (committed vectors: deterministic)
 gold_apis = len({d for g in B.IN_DOMAIN for r in sets[g].qrels.values() for d in r})
 S.record(rec, points, scale_quality, growth, fits, gold=gold_apis)
-sizes_table = scale_quality.pivot(index="size", columns="method", values="ndcg@5").round(4)
+sizes_table = scale_quality.pivot(index="size", columns="method", values="ndcg@5")
+metric_columns = list(sizes_table.columns)
 sizes_table.insert(0, "gold APIs kept", gold_apis)
 sizes_table.insert(1, "queries", int(scale_quality["queries"].iloc[0]))
-sizes_table
+format_table(sizes_table, metrics=metric_columns, caption="NDCG@5 (x100) on the nested libraries")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # offline seconds and online seconds per query per size (measured and derived), and batched against one per call
-display(growth.pivot(index="method", columns="size", values=["offline s", "online s/query"]).loc[fits.index]
-        .map(lambda x: f"{x:.3g}"))
-S.batching_table(points)
+display(format_table(growth.pivot(index="method", columns="size", values=["offline s", "online s/query"])
+                     .loc[fits.index], metrics=[]))
+format_table(S.batching_table(points), metrics=[])
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -111,13 +111,16 @@ def test_pending_path_and_costs_through_the_benchmark():
                          ("never", "I2"), ("never", "I3"), ("never", "UltraTool")}
     assert pend["needs llm", "I1"]["command"] == "python -m generate"
     assert pend["needs llm", "I1"]["estimate"].offline_minutes == 60
-    board = B.leaderboard(res, n_permutations=200)
+    board = B.leaderboard(res, n_permutations=200, candidates=("overlap", "reverse"))
     assert math.isnan(board.loc["never", "NDCG@5 I1"]) and board.loc["never", "pending"] == "I1, I2, I3, UltraTool"
     assert board.loc["needs llm", "pending"] == "I1, I2, I3" and board.loc["needs llm", "n UltraTool"] == 1
     assert board.loc["overlap", "NDCG@5 I1"] == 100.0 and board.loc["overlap", "n I1-I3"] == 4
     assert board.loc["reverse", "NDCG@5 I1"] < 100
-    # the best cheap baseline is 'overlap' (the only cheap one): its own p is empty, the others' are tested
-    assert B.best_cheap_baseline(res, "I1") == "overlap"
+    # the reference is the best of the named candidates, 'overlap': its own p is empty, the others' are tested
+    assert B.reference_baseline(res, "I1", candidates=("overlap", "reverse")) == "overlap"
+    assert board.attrs["reference"]["I1"] == "overlap" and board.loc["overlap", "reference on"].startswith("I1")
+    # without a named candidate among the methods there is no reference (a cheap method is not promoted)
+    assert B.reference_baseline(res, "I1") is None
     assert math.isnan(board.loc["overlap", "p I1"]) and 0 < board.loc["reverse", "p I1"] <= 1
     # costs: declared ones kept, unmeasured ones measured; a combination costs the sum of its parts
     assert res.costs["needs llm"].llm_seconds_per_query == 2.0 and res.costs["needs llm"].training_minutes == 5

@@ -1,6 +1,9 @@
 """Tables for notebooks: our recorded cells beside the paper's printed numbers."""
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pandas as pd
 
 from .results import Recorder
@@ -150,3 +153,184 @@ class Reading:
                 return format(v * 100, "+.1f" if spec == "+p" else ".1f")
             return format(v, spec or default)
         return re.sub(r"\{([^{}]+)\}", sub, text)
+
+
+# --- the one formatter of the suite's tables ------------------------------------------------------------------
+
+#: a label (any level) that matches names a retrieval metric: a fraction in results, ×100 in tables
+METRIC_NAME = re.compile(r"(ndcg|recall|precision|\bmap\b|mrr|comp@|completeness|all.?gold|accuracy|success|hit@|"
+                         r"improve)", re.I)
+#: words a table prints instead of NaN: our cell not computed yet, the paper's value not printed, the test's
+#: reference (no p against itself)
+PENDING, NOT_PRINTED, REFERENCE = "pending", "not printed", "reference"
+
+
+def percent(x: float, signed: bool = False) -> str:
+    """A fraction ×100 with one decimal, as the papers print (``0.46097`` -> ``46.1``; ``signed``: ``+27.7``)."""
+    return format(x * 100, "+.1f" if signed else ".1f")
+
+
+def p_value(p: float) -> str:
+    """A p value with three decimals, ``< 0.001`` below what 10,000 permutations resolve."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def number(x) -> str:
+    """Any other number: whole numbers with thousands separators, others with 3 significant digits (no
+    exponent above 1,000)."""
+    x = float(x)
+    if x.is_integer() and abs(x) < 2**53:
+        return f"{int(x):,}"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def is_missing(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
+class Table:
+    """A formatted table: ``frame`` holds the strings it shows; text columns (``left``) left-aligned, numbers
+    right-aligned. Shown as HTML in a notebook, as aligned text elsewhere (``str``)."""
+
+    def __init__(self, frame: pd.DataFrame, left: list, caption: str = ""):
+        self.frame, self.left, self.caption = frame, list(left), caption
+
+    def __str__(self) -> str:
+        f = self.frame.copy()
+        for c in self.left:
+            width = max([len(str(v)) for v in f[c]] + [1])
+            f[c] = [str(v).ljust(width) for v in f[c]]
+        text = f.to_string()
+        return f"{self.caption}\n{text}" if self.caption else text
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        sty = self.frame.style
+        if self.left:
+            sty = sty.set_properties(subset=self.left, **{"text-align": "left"})
+        if self.caption:
+            sty = sty.set_caption(self.caption)
+        return sty.to_html(table_uuid="t")
+
+
+def _label(col) -> str:
+    return " ".join(str(c) for c in col) if isinstance(col, tuple) else str(col)
+
+
+def _listed(col, names) -> bool:
+    return any(col == n or _label(col) == n for n in names)
+
+
+def role_of(col, values: pd.Series, metrics=None, percents=(), p=(), text=()) -> str:
+    """How :func:`format_table` shows a column: text, p, percent (already ×100), metric (a fraction: ×100) or
+    number."""
+    name, last = _label(col), str(col[-1] if isinstance(col, tuple) else col)
+    numeric = values.map(lambda v: is_missing(v) or (isinstance(v, (int, float, np.number)) and not isinstance(v, bool)))
+    if _listed(col, text) or not numeric.all():
+        return "text"
+    if _listed(col, p) or re.match(r"^p( |_|$)", name) or last == "p":
+        return "p"
+    if percents == "floats" and values.map(lambda v: is_missing(v) or not float(v).is_integer()).all() \
+            and not values.map(is_missing).all():
+        return "percent"
+    if percents != "floats" and _listed(col, percents):
+        return "percent"
+    if metrics is not None:
+        return "metric" if _listed(col, metrics) else "number"
+    return "metric" if METRIC_NAME.search(name) else "number"
+
+
+def format_table(df: pd.DataFrame, *, metrics=None, percents=(), p=(), text=(), signed=(),
+                 missing: str | dict = PENDING, caption: str = "") -> Table:
+    """The suite's one table format (it formats what a notebook shows; the recorded values keep their scale):
+
+    - metrics on the papers' scale: a fraction ×100 with one decimal (columns named like a metric,
+      :data:`METRIC_NAME`, or exactly those listed in ``metrics``); ``percents``: columns already ×100
+      (``"floats"``: every column of non-whole numbers, in a table of percentages);
+    - a Δ column (last label ``Δ``, or listed in ``signed``: differences) signed, ``+27.7``;
+    - p values (a column ``p``, or a label starting ``p ``) as ``< 0.001`` or three decimals;
+    - other numbers: whole ones as integers with thousands separators, others with 3 significant digits;
+    - NaN as a word (``missing``: one word, or column label -> word; default "pending");
+    - text columns left-aligned.
+    """
+    out = pd.DataFrame(index=df.index)
+    left = []
+    for i, col in enumerate(df.columns):
+        x = df.iloc[:, i]
+        last = str(col[-1] if isinstance(col, tuple) else col)
+        if isinstance(missing, dict):
+            word = next((missing[k] for k in (col, _label(col), last) if k in missing), PENDING)
+        else:
+            word = missing
+        role = role_of(col, x, metrics, percents, p, text)
+        sign = last == "Δ" or _listed(col, signed)
+
+        def fmt(v, role=role, signed=sign, word=word):
+            if is_missing(v):
+                return word
+            if role == "text":
+                return str(v)
+            if role == "p":
+                return p_value(float(v))
+            if role == "metric":
+                return percent(float(v), signed)
+            if role == "percent":
+                return format(float(v), "+.1f" if signed else ".1f")
+            return number(v)
+        out[i] = [fmt(v) for v in x]
+        if role == "text":
+            left.append(col)
+    out.columns = df.columns
+    return Table(out, left, caption)
+
+
+def paper_table(rec: Recorder, paper: str, table: str | list[str], wide: bool = True, columns: list | None = None,
+                caption: str = "") -> Table:
+    """:func:`side_by_side` through :func:`format_table`: the paper's value, ours and Δ = ours - paper, metrics
+    ×100 with one decimal (counts as counts); "not printed" where the paper has no value, "pending" where we have
+    none yet. ``columns``: the long frame's columns to show (``wide=False``); ``table``: one table, or (long) several
+    shown as one."""
+    if isinstance(table, str):
+        df = side_by_side(rec, paper, table, wide=wide)
+    elif wide:
+        raise ValueError("paper_table: several tables only with wide=False")
+    else:
+        df = pd.concat([side_by_side(rec, paper, t, wide=False) for t in table], ignore_index=True)
+    if wide:
+        cells = [c for c in df.columns if c[1] in ("paper", "ours", "Δ")]
+        metrics = [c for c in cells if METRIC_NAME.search(str(c[0]))]
+        missing = {c: NOT_PRINTED if c[1] in ("paper", "Δ") else PENDING for c in cells}
+        return format_table(df, metrics=metrics, missing=missing, caption=caption)
+    df = df.rename(columns={"diff": "Δ"})
+    # a long frame mixes metrics (fractions) and counts row by row: each value formatted by its row's metric
+    shown = df if columns is None else df[[c if c != "diff" else "Δ" for c in columns]]
+    out = format_table(shown, text=[c for c in ("dataset", "method", "metric", "note") if c in shown.columns],
+                       missing={"paper": NOT_PRINTED, "Δ": NOT_PRINTED, "ours": PENDING, "note": "",
+                                "n_queries": ""}, caption=caption)
+    is_metric = df["metric"].map(lambda m: bool(METRIC_NAME.search(str(m))))
+    for c in ("paper", "ours", "Δ"):
+        if c in shown.columns:
+            out.frame[c] = [out.frame[c].iloc[k] if is_missing(v) else
+                            (percent(float(v), c == "Δ") if is_metric.iloc[k] else number(v))
+                            for k, v in enumerate(shown[c])]
+    return out
+
+
+def call_with(fn, namespace):
+    """``fn`` called with each of its keyword-only parameters taken by name from ``namespace`` (a notebook's
+    ``globals()``). A name the namespace lacks is an error naming it."""
+    import inspect
+    names = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        raise NameError(f"{fn.__module__}.{fn.__name__} needs {', '.join(missing)} from the notebook: run the cells "
+                        f"above it first")
+    return fn(**{n: namespace[n] for n in names})
+
+
+def reading_cell(fn, namespace):
+    """A notebook's reading in one call: the markdown ``fn`` formats from the run (its keyword-only parameters taken
+    from ``namespace``, :func:`call_with`), as a displayable Markdown object."""
+    from IPython.display import Markdown
+    return Markdown(call_with(fn, namespace))

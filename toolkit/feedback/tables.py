@@ -68,13 +68,6 @@ def baseline_values(tests: dict, retrievers: dict, cfg, k: int = 100, llm_qids=N
     return pd.DataFrame(rows)
 
 
-def retrieval_table(values: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
-    """Tables 2/3: method rows x (set, metric) columns, ours (x100, as the paper prints)."""
-    v = values[values.metric.isin(metrics)].astype({"value": float})
-    w = v.pivot_table(index="method", columns=["set", "metric"], values="value", sort=False) * 100
-    return w.round(2)
-
-
 def improve(values: pd.DataFrame, ours: str = "Ours", best_previous: str = "ToolRetriever") -> pd.DataFrame:
     """'% improve': the relative improvement of ours over the best previous method, per cell."""
     w = values.pivot_table(index=["set", "metric"], columns="method", values="value", sort=False)
@@ -139,13 +132,15 @@ def sample_notes(values: pd.DataFrame, tests: dict, cfg, train_queries: int | No
     return out
 
 
-def condition_table(values: pd.DataFrame, table: str, metrics: list[str]) -> pd.DataFrame:
-    """One of Tables 4-7: method rows x metric columns, ours x100 (seconds as they are), with n."""
+def condition_table(values: pd.DataFrame, table: str, metrics: list[str]):
+    """One of Tables 4-7 (or a table of ours): method rows x metric columns with n, through the suite's formatter
+    (:func:`toolkit.report.format_table`: metrics x100 with one decimal, seconds as they are)."""
+    from toolkit.report import format_table
     v = values[values.table == table]
     w = v.pivot_table(index="method", columns="metric", values="value", sort=False)
     cols = [m for m in metrics if m in w]
-    w = w[cols].apply(lambda c: c if c.name == "seconds_per_instruction" else c * 100).round(2)
-    return w.join(v.groupby("method", sort=False)["n"].first())
+    return format_table(w[cols].join(v.groupby("method", sort=False)["n"].first()),
+                        metrics=[c for c in cols if c != "seconds_per_instruction"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,8 +9,10 @@ interface (:mod:`toolkit.methods.base`) on one query set, with its costs.
 - **Metrics.** NDCG@5 and Recall@5 (binary relevance, trec_eval's tie rule: :mod:`toolkit.metrics`) and the share of
   queries with every gold API in the top 5 (what an agent that reads five tools needs; ToolRerank's Table 4
   proxy). ``I1-I3`` is the union of the three in-domain sets (every query once).
-- **Significance.** Per set, each method against the best cheap baseline (no LLM, no training: the highest NDCG@5
-  of BM25 and the off-the-shelf dense encoders): the paired randomization test of :mod:`toolkit.significance`.
+- **Significance.** Per set, each method against the set's reference baseline: the highest NDCG@5 of the fixed,
+  named candidates :data:`REFERENCE_CANDIDATES` (BM25 and the off-the-shelf dense encoders: no LLM, no training),
+  never a method added through ``methods``, so adding one moves no p value: the paired randomization test of
+  :mod:`toolkit.significance`.
 
     sets = benchmark_sets(config_for("smoke"))
     result = run_benchmark({"BM25": BM25, "My method": MyMethod}, sets)
@@ -36,6 +38,8 @@ METRICS = ("ndcg@5", "recall@5", "all_gold@5")
 IN_DOMAIN = ("I1", "I2", "I3")
 UNION = "I1-I3"
 PROFILE_NAMES = ("smoke", "standard", "paper")
+# the reference baseline of a set is the best of these on it (NDCG@5): fixed built-ins, never a user's method
+REFERENCE_CANDIDATES = ("BM25", "Dense MiniLM", "Dense mpnet")
 
 
 @dataclass(frozen=True)
@@ -360,23 +364,25 @@ def resolve_costs(costs: Mapping[str, Cost], parts: Mapping[str, list[str]]) -> 
     return out
 
 
-def best_cheap_baseline(result: Result, set_: str, metric: str = "ndcg@5") -> str | None:
-    """The cheap single method (no LLM, no training) with the highest mean ``metric`` on ``set_``."""
+def reference_baseline(result: Result, set_: str, metric: str = "ndcg@5",
+                       candidates: tuple[str, ...] = REFERENCE_CANDIDATES) -> str | None:
+    """The set's reference baseline: of the fixed ``candidates`` that ran on ``set_``, the one with the highest
+    mean ``metric`` (ties: by name). A method outside ``candidates`` (a user's, however cheap) never is."""
     v = result.values()
-    cheap = [m for m, k in result.kinds.items() if k == "cheap"]
-    sub = v[(v["set"] == set_) & (v["metric"] == metric) & v["method"].isin(cheap)]
+    sub = v[(v["set"] == set_) & (v["metric"] == metric) & v["method"].isin(candidates)]
     return None if sub.empty else sub.sort_values(["mean", "method"], ascending=[False, True]).iloc[0]["method"]
 
 
-def leaderboard(result: Result, n_permutations: int = 10_000, sets: tuple[str, ...] = (*IN_DOMAIN, UNION, "UltraTool")
-                ) -> pd.DataFrame:
-    """One row per method: per set NDCG@5 (x100), its n and the paired p against the set's best cheap baseline;
-    Recall@5 and all-gold@5 on I1-I3 and UltraTool; online seconds per query and offline minutes; "pending" lists
-    the sets it has no numbers for."""
+def leaderboard(result: Result, n_permutations: int = 10_000, sets: tuple[str, ...] = (*IN_DOMAIN, UNION, "UltraTool"),
+                candidates: tuple[str, ...] = REFERENCE_CANDIDATES) -> pd.DataFrame:
+    """One row per method: per set NDCG@5 (x100), its n and the paired p against the set's reference baseline
+    (:func:`reference_baseline` of ``candidates``); Recall@5 and all-gold@5 on I1-I3 and UltraTool; online seconds
+    per query and offline minutes; "reference on" the sets it is the reference of; "pending" the sets it has no
+    numbers for. ``board.attrs["reference"]``: set -> its reference baseline."""
     from toolkit.significance import compared
     v = result.values()
     value = {(r.set, r.method, r.metric): (r.mean, int(r.count)) for r in v.itertuples()}
-    base = {s: best_cheap_baseline(result, s) for s in sets}
+    base = {s: reference_baseline(result, s, candidates=candidates) for s in sets}
     tests = {}
     for s in sets:
         for m in result.kinds:
@@ -406,11 +412,28 @@ def leaderboard(result: Result, n_permutations: int = 10_000, sets: tuple[str, .
         c = result.costs.get(m)
         row["online s/query"] = None if c is None else c.online_seconds_per_query
         row["offline min"] = None if c is None else round(c.offline_minutes, 1)
+        row["reference on"] = ", ".join(s for s in sets if base[s] == m)
         row["pending"] = ", ".join(pend.get(m, []))
         if result.failed:          # the column only when a method failed: a clean run's table stays as it was
             row["failed"] = "; ".join(f"{', '.join(ss)}: {err}" for err, ss in fails.get(m, {}).items())
         rows.append(row)
-    return pd.DataFrame(rows).set_index("method")
+    board = pd.DataFrame(rows).set_index("method")
+    board.attrs["reference"] = base
+    return board
+
+
+def leaderboard_table(board: pd.DataFrame, columns: list[str] | None = None):
+    """The leaderboard as shown (:func:`toolkit.report.format_table`): NDCG@5, Recall@5 and all-gold@5 x100 with one
+    decimal (the board holds them x100 already), p as ``< 0.001``, "reference" in the p cell of each set's reference
+    baseline, "pending" where a method has no number; ``columns``: the board's columns to show (default: all)."""
+    from toolkit.report import REFERENCE, format_table
+    shown = board if columns is None else board[columns]
+    quality = [c for c in shown.columns if c.startswith(("NDCG@5 ", "Recall@5 ", "all gold@5 "))]
+    table = format_table(shown, percents=quality, text=["kind", "reference on", "pending"], missing="pending")
+    for s, ref in board.attrs.get("reference", {}).items():
+        if ref in table.frame.index and f"p {s}" in table.frame.columns:
+            table.frame.loc[ref, f"p {s}"] = REFERENCE
+    return table
 
 
 def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
@@ -522,7 +545,7 @@ def reading(board: pd.DataFrame, result: Result, set_: str = UNION) -> str:
     if not pts:
         return "No method has both a quality and an online cost on this run."
     front = pareto_front(pts)
-    base = best_cheap_baseline(result, set_)
+    base = reference_baseline(result, set_)
 
     def cell(m, s=set_):
         r = board.loc[m]
@@ -536,8 +559,8 @@ def reading(board: pd.DataFrame, result: Result, set_: str = UNION) -> str:
     lines = [f"- **The Pareto front on {set_}** (NDCG@5 x100 against online seconds per query) holds "
              + ", then ".join(f"{m} ({cell(m)}, {secs(m)}/query)" for m in front) + "."]
     if base:
-        lines.append(f"- **Best cheap baseline** on {set_}: {base}, {cell(base)}; p values are paired randomization "
-                     f"tests against it on the same queries.")
+        lines.append(f"- **Reference baseline** on {set_}: {base} (the best of {', '.join(REFERENCE_CANDIDATES)}), "
+                     f"{cell(base)}; p values are paired randomization tests against it on the same queries.")
     best = max(pts, key=lambda m: pts[m][1])
     cheapest = front[0]
     lines.append(f"- **At the smallest budget** pick {cheapest} ({secs(cheapest)}/query); **for the best quality** "

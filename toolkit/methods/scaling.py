@@ -224,6 +224,54 @@ def measure(corpus: Mapping, queries: Mapping[str, str], qrels: Mapping[str, Map
     return points, pd.DataFrame(quality)
 
 
+def measure_methods(methods: Mapping[str, Callable], corpus: Mapping, queries: Mapping[str, str],
+                    qrels: Mapping[str, Mapping[str, int]], sizes: Sequence[int], seed: int = 0, repeats: int = 3,
+                    single_queries: int = 16, ties: str = "trec", log: Callable[[str], None] | None = print
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Methods outside the built-ins (``methods``: name -> zero-argument factory, e.g. notebook 50's ``methods``
+    parameter) measured as :func:`measure` measures BM25, on the same nested libraries: offline is a new instance's
+    ``offline`` on the N documents, online its ``online`` with every query in one call and one query per call
+    (per query), each the median of ``repeats``; NDCG@5 per size. Returns (points, quality) in :func:`measure`'s
+    columns. A method pending on the library (:class:`toolkit.methods.MethodPending`) is left out, as it is from
+    the leaderboard."""
+    from toolkit.metrics import evaluate
+    from toolkit.methods.base import MethodPending
+    gold = {d for q in qrels.values() for d in q}
+    libs = nested_subsets(list(corpus), gold, sizes, seed)
+    qids = list(queries)
+    one = qids[:single_queries]
+    rows, quality = [], []
+    for name, factory in methods.items():
+        for n, ids in libs.items():
+            sub = {d: corpus[d] for d in ids}
+            holder = {}
+
+            def offline():
+                holder["m"] = factory()
+                holder["m"].offline(sub)
+            try:
+                t_off = median_seconds(offline, repeats)
+                m = holder["m"]
+                t_batch = median_seconds(lambda: m.online(dict(queries)), repeats) / len(qids)
+                t_single = median_seconds(lambda: [m.online({q: queries[q]}) for q in one], repeats) / len(one)
+                run_ = m.online(dict(queries))
+            except MethodPending as e:
+                if log:
+                    log(f"{name}: pending on the nested libraries ({e.pending.reason})")
+                break
+            for part, secs, how in (("offline", t_off, "measured: offline(corpus) on the N documents"),
+                                    ("online", t_batch, "measured: online(queries), all queries in one call"),
+                                    ("online single", t_single, "measured: online(queries), one query per call")):
+                rows.append({"method": name, "part": part, "component": "method", "size": n, "seconds": secs,
+                             "how": how})
+            v = evaluate({q: run_.get(q, {}) for q in qrels}, qrels, ["ndcg@5"], ties=ties)["ndcg@5"]
+            quality.append({"method": name, "size": n, "ndcg@5": float(v), "queries": len(qrels)})
+            if log:
+                log(f"{n:>6,} APIs: {name} offline {t_off:.2f} s, online {t_batch * 1000:.2f} ms/query")
+    return (pd.DataFrame(rows, columns=["method", "part", "component", "size", "seconds", "how"]),
+            pd.DataFrame(quality, columns=["method", "size", "ndcg@5", "queries"]))
+
+
 def totals(points: pd.DataFrame) -> pd.DataFrame:
     """Measured offline seconds and online seconds per query per (method, size): the components summed."""
     tot = points.groupby(["method", "part", "size"], sort=False)["seconds"].sum().unstack("part").reset_index()
@@ -245,7 +293,8 @@ def growth_table(points: pd.DataFrame, costs: Mapping[str, Cost], library_size: 
                  mpnet_docs_per_second: float | None = None,
                  parts: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
     """One row per (method, size): offline seconds, online seconds per query, max queries/s (1 / online) and
-    where the numbers come from ("measured" for :data:`MEASURED`, else "derived"). ``costs``: each method's cost
+    where the numbers come from ("measured" for :data:`MEASURED` and every method :func:`measure_methods` timed,
+    else "derived"). ``costs``: each method's cost
     record on the ``library_size``-API library (the leaderboard's, or a pending method's estimate, ``ms_as``
     resolved or not). ``parts``: combination -> its parts (an RRF combination: the parts' sum plus the measured
     fusion). Methods whose index is unknown (:data:`INDEX_OF`, a combination without parts) are left out."""
@@ -265,10 +314,11 @@ def growth_table(points: pd.DataFrame, costs: Mapping[str, Cost], library_size: 
             return n / mpnet_docs_per_second
         return float("nan")
 
+    timed = set(tot["method"])
     rows = []
     for method, c in costs.items():
         kind = INDEX_OF.get(method)
-        if method in MEASURED:
+        if method in timed:
             for n in sizes:
                 off, on = measured(method, n, "offline s"), measured(method, n, "online s/query")
                 rows.append({"method": method, "size": n, "offline s": off, "online s/query": on,
@@ -379,17 +429,27 @@ def scaling_figure(growth: pd.DataFrame, path):
 
 # --- notebook 50's glue ------------------------------------------------------------------------------------------
 
-def run(cfg, sets: Mapping, log: Callable[[str], None] | None = print) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run(cfg, sets: Mapping, log: Callable[[str], None] | None = print,
+        methods: Mapping[str, Callable] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure` on the in-domain sets' library with the configuration's sizes (None: the whole library),
-    the union of their queries timed (``cfg``: :class:`toolkit.methods.benchmark.HeadToHeadConfig`)."""
+    the union of their queries timed (``cfg``: :class:`toolkit.methods.benchmark.HeadToHeadConfig`); ``methods``
+    (name -> factory: the user's, notebook 50's ``methods`` parameter) measured on the same libraries by
+    :func:`measure_methods`."""
     from toolkit.methods.benchmark import IN_DOMAIN
     corpus = sets[IN_DOMAIN[0]].corpus
     sizes = sorted({len(corpus) if n is None else n for n in cfg.scaling_sizes})
     queries = {q: t for g in IN_DOMAIN for q, t in sets[g].query_texts().items()}
     qrels = {q: r for g in IN_DOMAIN for q, r in sets[g].qrels.items()}
-    return measure(corpus, queries, qrels, sizes, seed=cfg.scaling_seed, repeats=cfg.scaling_repeats,
-                   encode_docs=cfg.scaling_encode_docs, encode_queries=max(1, min(cfg.timing_texts, len(queries))),
-                   single_queries=max(1, min(cfg.timing_texts, len(queries))), rrf_k=cfg.rrf_k, ties=cfg.ties, log=log)
+    timed = max(1, min(cfg.timing_texts, len(queries)))
+    points, quality = measure(corpus, queries, qrels, sizes, seed=cfg.scaling_seed, repeats=cfg.scaling_repeats,
+                              encode_docs=cfg.scaling_encode_docs, encode_queries=timed, single_queries=timed,
+                              rrf_k=cfg.rrf_k, ties=cfg.ties, log=log)
+    if methods:
+        p2, q2 = measure_methods(methods, corpus, queries, qrels, sizes, seed=cfg.scaling_seed,
+                                 repeats=cfg.scaling_repeats, single_queries=timed, ties=cfg.ties, log=log)
+        points = pd.concat([points, p2], ignore_index=True)
+        quality = pd.concat([quality, q2], ignore_index=True)
+    return points, quality
 
 
 def record(rec, points: pd.DataFrame, quality: pd.DataFrame, growth: pd.DataFrame, fits: pd.DataFrame,
@@ -463,6 +523,11 @@ def reading(fits: pd.DataFrame, growth: pd.DataFrame, points: pd.DataFrame, batc
         lines.append(f"  - RRF fusion adds {_s(fuse)} per query (it reads the runs' top 100, not the library): the "
                      f"fused method grows as its parts, offline {b('BM25 + Dense MiniLM (RRF)', 'offline')}, online "
                      f"{b('BM25 + Dense MiniLM (RRF)', 'online')}.")
+    yours = [m for m in fits.index if fits.loc[m, "source"] == "measured" and m not in MEASURED]
+    for m in yours:
+        lines.append(f"  - {m} (added through `methods`): offline {b(m, 'offline')}, "
+                     f"{_s(at(m, hi, 'offline s'))} at {hi:,}; online {b(m, 'online')}, "
+                     f"{_s(at(m, hi, 'online s/query'))} per query at {hi:,}.")
     derived = fits[fits["source"] == "derived"]
     if not derived.empty:
         lines.append("- **Derived** (the cost records on the whole library, the measured retrievers at N):")

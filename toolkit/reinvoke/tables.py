@@ -34,7 +34,8 @@ def record(rec, values: pd.DataFrame, notes: Mapping[str, str] | None = None,
 
 
 def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper_table: str | None = None) -> pd.DataFrame:
-    """Methods × datasets for one table (ours), with the paper's value beside each where printed."""
+    """Methods × datasets for one table (ours, fractions), with the paper's value and Δ = ours - paper beside each
+    where ``paper_table`` is given (:func:`shown` formats it)."""
     from toolkit.compare import load_paper_numbers
     v = values[values["tables"].str.split(",").apply(lambda t: any(x in tables.split(",") for x in t))]
     ours = v.pivot_table(index="method", columns="dataset", values=metric, aggfunc="first")
@@ -43,8 +44,19 @@ def table_frame(values: pd.DataFrame, tables: str, metric: str = "ndcg@5", paper
         pn = pn[(pn["table"] == paper_table) & (pn["metric"] == metric)]
         paper = pn.pivot_table(index="method", columns="dataset", values="value", aggfunc="first")
         paper = paper.reindex(index=ours.index, columns=ours.columns)
-        ours = pd.concat({"ours": ours, "paper": paper}, axis=1).swaplevel(axis=1).sort_index(axis=1)
-    return ours.round(4)
+        both = {"paper": paper, "ours": ours, "Δ": ours - paper}
+        ours = pd.concat(both, axis=1).swaplevel(axis=1)
+        ours = ours.reindex(columns=pd.MultiIndex.from_product([paper.columns, list(both)]))
+    return ours
+
+
+def shown(frame: pd.DataFrame):
+    """A frame of :func:`table_frame` (or several concatenated) as the notebook shows it
+    (:func:`toolkit.report.format_table`): x100 with one decimal, Δ signed, "not printed" where the paper has no
+    value, "pending" where we have none."""
+    from toolkit.report import NOT_PRINTED, PENDING, format_table
+    return format_table(frame, metrics=list(frame.columns),
+                        missing={"paper": NOT_PRINTED, "Δ": NOT_PRINTED, "ours": PENDING})
 
 
 def record_roundtrip(rec, roundtrip: pd.DataFrame) -> None:

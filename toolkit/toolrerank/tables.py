@@ -287,7 +287,23 @@ def paper_tables(t3: dict, t5: dict, t6: dict, t7: dict) -> dict[str, dict]:
                                        ("t7", "7", t7, COLS7)]}
 
 
-def beside_paper(ours: dict, table: str, cols: list[str], metrics: list[str], label: str = "ours") -> pd.DataFrame:
-    """Our rows interleaved with the paper's (percent), one (method, ours|paper) row each."""
+def beside_paper(ours: dict, table: str, cols: list[str], metrics: list[str], label: str = "ours"):
+    """Per method three rows, ours, the paper's and Δ = ours - paper (percent, one decimal; Δ signed), through the
+    suite's formatter (:func:`toolkit.report.format_table`): "not printed" where the paper has no value, "pending"
+    where we have none."""
+    from toolkit.report import NOT_PRINTED, Table, format_table, is_missing
     o, p = frame(ours, cols, metrics), paper_frame(table, list(ours), cols, metrics)
-    return pd.concat({label: o, "paper": p}).swaplevel(0, 1).reindex([(m, w) for m in ours for w in (label, "paper")])
+    p = p.reindex(index=o.index, columns=o.columns)
+    d = o - p
+    rows = {}
+    for m in ours:
+        rows[(m, label)], rows[(m, "paper")], rows[(m, "Δ")] = o.loc[m], p.loc[m], d.loc[m]
+    df = pd.DataFrame(rows).T
+    df.columns = o.columns
+    shown = format_table(df, percents=list(df.columns)).frame
+    for k, (m, who) in enumerate(df.index):
+        if who == label:
+            continue
+        shown.iloc[k] = [NOT_PRINTED if is_missing(v) else format(float(v), "+.1f" if who == "Δ" else ".1f")
+                         for v in df.iloc[k]]
+    return Table(shown, [])

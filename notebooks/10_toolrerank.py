@@ -423,13 +423,12 @@ else:
 # Average columns): a verdict whose p is above 0.05 rests on a difference these queries cannot tell from noise.
 
 # %%
-paper_t = tables.paper_tables(t3, t5, t6, t7)
-ours_claims = pd.DataFrame(analysis.claims(t3, t5, t6, t7, fig_rows,
-                                           per_query=per_query)).set_index("claim")
-paper_claims = pd.DataFrame(analysis.claims(paper_t["t3"], paper_t["t5"], paper_t["t6"], paper_t["t7"])
-                            ).set_index("claim").drop(columns=["p", "tests"])
-rec.extra["claims"] = ours_claims.reset_index().to_dict("records")
-ours_claims.drop(columns="tests").join(paper_claims.add_suffix(" (paper)"))
+from toolkit.claims import table as claims_table  # noqa: E402
+
+rec.extra["claims"] = tables.judged_claims(t3, t5, t6, t7, fig_rows, per_query, rec.cells, rec.extra["seen_bias"],
+                                           tr, share_tool)
+ours_claims = claims_table(rec.extra["claims"]).set_index("claim")
+ours_claims
 
 # %% [markdown]
 # ## The data or the training? This run beside the earlier weak setup
@@ -485,7 +484,9 @@ if drawn:
     claims_stability = draws_mod.claims_by_draw(drawn)
     # the main run's verdict beside the draws' (on all of this run's queries; the first runs' main models trained
     # longer than their draws, the fair standard's train at the draws' budget and draw 0 is its split)
-    claims_stability.insert(0, "main run", ours_claims["holds"].reindex(claims_stability.index).fillna("n/a"))
+    claims_stability.insert(0, "main run", ours_claims["verdict"].reindex(claims_stability.index).fillna("n/a"))
+    # the draws-holding count beside each claim (issue 84's extra column of ToolRerank's verdict table)
+    rec.extra["claims"] = analysis.held_on_draws(rec.extra["claims"], rec.extra["draws"])
     display(spread.round(1), claims_stability)
 if draws_pending:
     print(f"{len(draws_pending)} of {len(cfg.draw_seeds)} draws pending (no score cache):")
@@ -668,7 +669,7 @@ from toolkit.report import Reading  # noqa: E402
 
 R = Reading.from_cells(rec.cells, "toolrerank", tail=("recall@5",))
 # each verdict with the p-values of the paired comparisons it rests on (claims table above)
-verdict = {r["claim"].split(" (")[0]: r["holds"] + (f" ({r['p']})" if r.get("p") else "") for r in rec.extra["claims"]}
+verdict = {r["claim"].split(" (")[0]: r["here"] + (f" ({r['p']})" if r.get("p") else "") for r in rec.extra["claims"]}
 fig = {(r["tools"], r["m"]): r["recall@5"] for r in fig_rows}
 best_m = {part: max((m for (p_, m) in fig if p_ == part and m != "dpr"), key=lambda m: fig[(part, m)])
           for part in ("seen", "unseen")}
@@ -843,7 +844,7 @@ elif alone_pending:
 if before_after is not None:
     ba_, f_ = before_after["claims"], before_after["fig1a_unseen"]
     b_, a_ = f_.columns
-    changed_ = [c for c, r in ba_.iterrows() if r[f"{b_}: holds"] != r[f"{a_}: holds"]]
+    changed_ = [c for c, r in ba_.iterrows() if r[f"{b_}: verdict"] != r[f"{a_}: verdict"]]
     text += (f"\n**Before and after** (the first run, MiniLM-head reranker, against this run): Figure 1(a)'s unseen "
              f"curve " + ", ".join(f"m = {m} {f_.loc[m, b_]:.1f} → {f_.loc[m, a_]:.1f}" for m in f_.index
                                   if m in ("10", "30", "50", "dpr")) +

@@ -447,8 +447,8 @@ fair_values, fair_pending, fair_extra = collect(fair_cfg, tests, run_missing=cfg
 # feedback, on the instructions the fair Ours has traced so far (each part's n says how many)
 rec.extra["fair_decomposition"] = fair_extra.get("decomposition", [])
 rec.extra["fair_traces"] = fair_extra["traces"]
-claims = T.claims_by_setup({"fair LLM": fair_values, "capped LLM": llm_values},
-                           T.paper_values(load_paper_numbers(T.PAPER)))
+claims = T.judged_claims(fair_values, llm_values, load_paper_numbers(T.PAPER), cfg.llm, rec.extra["fair_decomposition"],
+                         rec.extra["decomposition"], rec.extra["llm_scale"])
 rec.extra["claims"] = claims.to_dict("records")
 rec.extra["fair_pending"] = fair_pending
 fair_progress = B.progress(fair_cfg, tests, loop_controls=True)
@@ -459,7 +459,9 @@ print(f"fair LLM step: offline feedback on {fair_cfg.train_feedback_requests or 
       f"(`python -m toolkit.feedback all --fair` writes them in order); {fair_left['left']:,} instructions left"
       + (f", ~{fair_left['hours']:.1f} h at the {fair_left['s per instruction']:.0f} s per instruction measured so "
          "far (a lower bound)" if fair_left["hours"] is not None else ""))
-display(claims.drop(columns="tests"))
+from toolkit.claims import table as claims_table  # noqa: E402
+
+display(claims_table(rec.extra["claims"]))
 for m in C.DECOMPOSED:
     tab = C.decomposition_table(rec.extra["fair_decomposition"], m)
     print(f"decomposition under the fair LLM step, {m}:")

@@ -36,7 +36,8 @@ class FeedbackExperiment:
     max_docs: int | None = None                    # smoke: each test corpus cut to this many documents
     # issue 48 item 3, is the LLM the limit: the loop on ToolRetriever with each of these LLMs on one I2 sample of
     # scale_queries (nested in the I2 sample), with the fair LLM step; the oracle on the same sample is the ceiling
-    scale_llms: tuple = ("qwen-0.5b", "qwen-1.5b")
+    # (smallest first; issue 84 adds SmolLM2-135M as a third size, so the trend has three points)
+    scale_llms: tuple = ("smollm2", "qwen-0.5b", "qwen-1.5b")
     scale_queries: int | None = 60
 
     def __post_init__(self) -> None:

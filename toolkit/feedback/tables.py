@@ -80,6 +80,26 @@ def improve(values: pd.DataFrame, ours: str = "Ours", best_previous: str = "Tool
     return ((w[ours] / w[best_previous] - 1) * 100).rename("% improve").reset_index()
 
 
+FIRST_RUN = " (first run)"
+HEADLINE_ROWS = ("Ours", "% improve")
+
+
+def headline_values(fair: pd.DataFrame, first: pd.DataFrame, tables=("2", "3")) -> pd.DataFrame:
+    """Tables 2-3 leading with the fair LLM step (issue 84: one number per method across the suite, the one notebook
+    50 reads): the fair run's ``Ours`` and ``% improve`` rows under their own names, the first (capped-LLM) run's
+    under ``"<row> (first run)"``, every other row of ``first`` as it is. ``fair`` / ``first``:
+    :func:`toolkit.feedback.collect.collect`'s long tables."""
+    in_first = first.table.isin(tables) & first.method.isin(HEADLINE_ROWS)
+    in_fair = fair[fair.table.isin(tables) & fair.method.isin(HEADLINE_ROWS)]
+    missing = sorted({(t, m) for t in tables for m in HEADLINE_ROWS} - set(zip(in_fair.table, in_fair.method))
+                     & set(zip(first[in_first].table, first[in_first].method)))
+    if missing:
+        raise ValueError(f"headline_values: the fair LLM step has no {missing} rows; trace them first "
+                         "(python -m toolkit.feedback all --fair)")
+    renamed = first[in_first].assign(method=lambda d: d.method + FIRST_RUN)
+    return pd.concat([in_fair, renamed, first[~in_first]], ignore_index=True)
+
+
 def record_retrieval(rec, values: pd.DataFrame, table: str, notes: dict[str, str] | None = None) -> None:
     """Cells of Tables 2/3 (our values as fractions); rows on an LLM sample carry its size in the note."""
     notes = notes or {}

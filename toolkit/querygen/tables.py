@@ -384,7 +384,7 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     row("zero-shot below utterance", "zero-shot is below the utterance on both test sets",
         "; ".join(f"{short(ds)}: " + fmt({m: d[ds, m] for m in ("Utterance", "Zero-Shot")}) for ds in (IN, OUT)),
         [(d[ds, "Utterance"], d[ds, "Zero-Shot"]) for ds in (IN, OUT)],
-        [p_of(f"{short(ds)}: Utterance", ("Utterance", ds), ("Zero-Shot", ds)) for ds in (IN, OUT)])
+        [p_of(f"{short(ds)}: Utterance vs Zero-Shot", ("Utterance", ds), ("Zero-Shot", ds)) for ds in (IN, OUT)])
     drops = {ds: {m: (None if val(m, ds, False) is None or val(m, ds) is None else val(m, ds, False) - val(m, ds))
                   for m in METHODS[1:]} for ds in (IN, OUT)}
 
@@ -394,7 +394,8 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     row("utterance helps zero-shot",
         "appending the utterance helps zero-shot on both test sets (Table 2: dropping it lowers it)",
         drop_text(["Zero-Shot"]), [(val("Zero-Shot", ds), val("Zero-Shot", ds, False)) for ds in (IN, OUT)],
-        [p_of(f"{short(ds)}: with the utterance", ("Zero-Shot", ds), ("Zero-Shot", ds, False)) for ds in (IN, OUT)])
+        [p_of(f"{short(ds)}: Zero-Shot with vs without the utterance", ("Zero-Shot", ds), ("Zero-Shot", ds, False))
+         for ds in (IN, OUT)])
     row("utterance helps fine-tuned less in-domain",
         "the utterance helps SFT and alignment less in-domain than out-of-domain (Table 2)",
         drop_text(["SFT", "Alignment"]), [(drops[IN][m], drops[OUT][m]) for m in ("SFT", "Alignment")])

@@ -61,3 +61,9 @@ def test_llm_size_figure_plots_each_llm_by_its_parameters_with_the_oracle_line(t
     assert list(x) == [0.49e9, 1.54e9] and list(y) == [-0.18, -0.03]
     assert ax.lines[1].get_ydata()[0] == pytest.approx(0.11)          # the oracle line
     assert C.llm_size_figure(rec[:1], ("qwen-0.5b",)) is None
+
+
+def test_readme_block_is_formatted_from_the_counts(tmp_path):
+    _write(tmp_path, "20_reinvoke", [_row("a", "held"), _row("b", "within noise")])
+    assert verdicts.readme_block(results_dir=tmp_path).splitlines()[0] == \
+        "- **Re-Invoke**: 1 held, 0 not held, 1 within noise, 0 pending (2 claims)"

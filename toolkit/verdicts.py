@@ -59,6 +59,14 @@ def counts_line(c: dict[str, int]) -> str:
     return ", ".join(f"{c[v]} {v}" for v in VERDICTS) + f" ({sum(c.values())} claims)"
 
 
+def readme_block(profile: str = "standard", results_dir: str | Path | None = None) -> str:
+    """The lines of README's ``<!-- verdicts -->`` block, formatted from :func:`verdict_counts` (never typed): one
+    line per paper with its counts, then where the tables and the forest plot are."""
+    lines = [f"- **{paper}**: {counts_line(c)}" for paper, c in verdict_counts(profile, results_dir).items()]
+    return "\n".join(lines + ["", "Each claim with its verdict, p and reason: RESULTS.md (\"Verdicts at a glance\"); "
+                               f"the forest plot: figures/claims/forest_{profile}.png."])
+
+
 def _cell(x) -> str:
     return str(x if x is not None else "").replace("|", "/").replace("\n", " ")
 
@@ -152,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="standard")
     p.add_argument("--figure", action="store_true", help=f"write the forest plot to {FIGURE_DIR}/forest_<profile>.png")
     p.add_argument("--counts", action="store_true", help="print the counts per paper as JSON (README's verdict block)")
+    p.add_argument("--readme", action="store_true", help="print README's verdict block (readme_block)")
     args = p.parse_args(argv)
     if args.figure:
         rows = forest_rows(args.profile)
@@ -159,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"no claims in results/*/{args.profile}.json; run notebooks 10-40 first")
         forest_plot(rows, forest_path(args.profile))
         print(forest_path(args.profile))
-    if args.counts or not args.figure:
+    if args.readme:
+        print(readme_block(args.profile))
+    if args.counts or not (args.figure or args.readme):
         print(json.dumps(verdict_counts(args.profile), indent=1))
     return 0
 

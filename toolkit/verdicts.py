@@ -24,15 +24,32 @@ CLAIM_NOTEBOOKS = {"10_toolrerank": "ToolRerank", "20_reinvoke": "Re-Invoke", "3
 FIGURE_DIR = paths.REPO / "figures" / "claims"
 
 
-def load_claims(profile: str = "standard", results_dir: str | Path | None = None) -> dict[str, list[dict]]:
-    """``{paper label: claim records}`` from each claims notebook's ``results/<nb>/<profile>.json`` (a notebook not
-    run yet is left out). A record whose verdict is not one of :data:`toolkit.claims.VERDICTS` is an error naming
-    the file: it was written before the shared rule, re-run the notebook."""
+def stale(profile: str = "standard", results_dir: str | Path | None = None) -> dict[str, str]:
+    """``{paper label: the command that re-runs it}`` for each claims notebook whose results still hold verdicts
+    outside :data:`toolkit.claims.VERDICTS` (written before issue 84's shared rule)."""
     root = Path(results_dir) if results_dir is not None else paths.results_dir()
     out = {}
     for nb, label in CLAIM_NOTEBOOKS.items():
         path = root / nb / f"{profile}.json"
-        if not path.is_file():
+        if path.is_file():
+            rows = json.loads(path.read_text(encoding="utf-8")).get("claims") or []
+            if {str(r.get("here", r.get("holds"))) for r in rows} - set(VERDICTS):
+                out[label] = f"python -m toolkit run {nb} --profile {profile}"
+    return out
+
+
+def load_claims(profile: str = "standard", results_dir: str | Path | None = None,
+                skip_stale: bool = False) -> dict[str, list[dict]]:
+    """``{paper label: claim records}`` from each claims notebook's ``results/<nb>/<profile>.json`` (a notebook not
+    run yet is left out). A record whose verdict is not one of :data:`toolkit.claims.VERDICTS` is an error naming
+    the file: it was written before the shared rule, re-run the notebook (``skip_stale``: leave that notebook out
+    instead; :func:`stale` names it)."""
+    root = Path(results_dir) if results_dir is not None else paths.results_dir()
+    skipped = stale(profile, results_dir) if skip_stale else {}
+    out = {}
+    for nb, label in CLAIM_NOTEBOOKS.items():
+        path = root / nb / f"{profile}.json"
+        if not path.is_file() or label in skipped:
             continue
         rows = json.loads(path.read_text(encoding="utf-8")).get("claims") or []
         bad = sorted({str(r.get("here", r.get("holds"))) for r in rows} - set(VERDICTS))
@@ -51,7 +68,7 @@ def headline(rows: list[dict]) -> list[dict]:
 def verdict_counts(profile: str = "standard", results_dir: str | Path | None = None) -> dict[str, dict[str, int]]:
     """Per paper, ``{verdict: number of claims}`` on its headline rows (:func:`toolkit.claims.counts`): what README's
     verdict block shows."""
-    return {paper: counts(headline(rows)) for paper, rows in load_claims(profile, results_dir).items()}
+    return {paper: counts(headline(rows)) for paper, rows in load_claims(profile, results_dir, skip_stale=True).items()}
 
 
 def counts_line(c: dict[str, int]) -> str:
@@ -76,7 +93,7 @@ def verdict_markdown(profile: str = "standard", results_dir: str | Path | None =
     """The verdicts section that opens RESULTS.md: the counts per paper, then per paper a table (claim, paper's
     verdict and number, ours with its 95 % interval, verdict, p, reason, condition); ``figure``: the forest plot's
     path relative to RESULTS.md, linked when given."""
-    claims = load_claims(profile, results_dir)
+    claims = load_claims(profile, results_dir, skip_stale=True)
     lines = ["## Verdicts at a glance", "",
              "Every paper's claims judged by one rule (`toolkit.claims`): **held** (every paired comparison goes the "
              "claimed way with p < 0.05), **not held** (one goes the opposite way with p < 0.05), **within noise** "
@@ -87,6 +104,8 @@ def verdict_markdown(profile: str = "standard", results_dir: str | Path | None =
     for paper, rows in claims.items():
         c = counts(headline(rows))
         lines.append(f"| {paper} | " + " | ".join(str(c[v]) for v in VERDICTS) + f" | {sum(c.values())} |")
+    for paper, cmd in stale(profile, results_dir).items():
+        lines.append(f"| {paper} | not judged by the shared rule yet: `{cmd}` |" + " |" * len(VERDICTS))
     lines.append("")
     if figure:
         lines += [f"![forest plot: each claim's main difference, ours with its 95 % interval beside the paper's]"
@@ -103,10 +122,10 @@ def forest_rows(profile: str = "standard", results_dir: str | Path | None = None
     """One row per headline claim with a main comparison: paper, claim, ours, ci (None: judged by direction),
     paper_number, verdict."""
     out = []
-    for paper, rows in load_claims(profile, results_dir).items():
+    for paper, rows in load_claims(profile, results_dir, skip_stale=True).items():
         for r in headline(rows):
-            if r.get("ours") is None and r.get("paper_number") is None:
-                continue
+            if (r.get("ours") is None and r.get("paper_number") is None) or r.get("unit"):
+                continue      # no number, or a claim whose comparison is not a metric difference (seconds, m)
             out.append({"paper": paper, "claim": r["claim"], "ours": r.get("ours"), "ci": r.get("ci"),
                         "paper_number": r.get("paper_number"), "verdict": r["here"]})
     return out

@@ -252,13 +252,13 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5", controls: dict | None =
     def p_of(table, label, a, b):
         return paired_test(values, table, label, a, b, metric) if has_pq else None
 
-    def row(key, claim, evidence, pairs, tests=(), pending=False):
+    def row(key, claim, evidence, pairs, tests=(), pending=False, unit=""):
         tests = [t for t in tests if t]
         if has_pq and len(tests) < len(pairs) and not pending and tests:
             tests = []          # a comparison without its test: the claim falls back to direction as a whole
         ctl, conclusion = controls.get(key, ((), ""))
         out.append(record(claim, tests, pairs, evidence, condition=condition, controls=ctl, conclusion=conclusion,
-                          pending=pending or any(None in p for p in pairs), alpha=alpha, key=key))
+                          pending=pending or any(None in p for p in pairs), alpha=alpha, key=key, unit=unit))
 
     def baseline(table, label):
         """the fine-tuned retriever on Ours' queries"""
@@ -294,7 +294,7 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5", controls: dict | None =
     extra = [b - a for a, b in zip([0.0] + sec, sec)] if sec and None not in sec else []
     row("round cost", "each further round costs fewer extra LLM seconds per instruction (Table 5)",
         " → ".join(f"+{x:.2f}s" for x in extra) or "no round yet",
-        list(zip(extra, extra[1:])) if len(extra) >= 2 else [(None, None)])
+        list(zip(extra, extra[1:])) if len(extra) >= 2 else [(None, None)], unit="seconds")
     abl = {m: val("4", "I2", m) for m in ("w/o warm-up", "w/o hard-negative", "w/o joint & hard-neg")}
     ours4 = val("4", "I2", "Ours")
     row("ablations", f"removing warm-up, hard negatives, or joint loss and hard negatives lowers {metric} (Table 4)",
@@ -325,7 +325,7 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5", controls: dict | None =
         [(known.get(d768), known[rival] if rival else None)], [p_of("7", "I2", d768, rival)] if rival else [],
         pending=len(known) < len(sizes))
     cols = ["claim", "here", "basis", "evidence", "p", "tests", "main", "ours", "ci", "condition", "explained_by",
-            "key"]
+            "key", "unit"]
     return pd.DataFrame(out, columns=cols)
 
 

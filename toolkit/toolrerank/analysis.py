@@ -203,10 +203,10 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
             return None
         return None if x is None or x != x else float(x)
 
-    def row(key, claim, evidence, pairs, tests=()):
+    def row(key, claim, evidence, pairs, tests=(), unit=""):
         ctl, conclusion = controls.get(key, ((), ""))
         out.append(record(claim, tests, pairs, evidence, condition=condition, controls=ctl, conclusion=conclusion,
-                          alpha=alpha, key=key))
+                          alpha=alpha, key=key, unit=unit))
 
     dpr, rr = v(t3, "DPR"), {m: v(t3, m) for m in ("Rerank-10", "Rerank-30", "Rerank-50")}
     tr = v(t3, "ToolRerank")
@@ -227,7 +227,8 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
                 best[part] = -max(pts)[1]
         if len(best) == 2:   # claimed: best m unseen > best m seen
             row("fig1a", "fewer candidates for seen tools, more for unseen (Fig. 1a: best m seen < best m unseen)",
-                f"best m: seen {best['seen']}, unseen {best['unseen']}", [(best["unseen"], best["seen"])])
+                f"best m: seen {best['seen']}, unseen {best['unseen']}", [(best["unseen"], best["seen"])],
+                unit="candidates")
     rel = {"<": [], "=": [], ">": []}
     for m in t5:
         ms, mu = (int(x) for x in m.split("m_s=")[1].split(")")[0].split(", m_u="))

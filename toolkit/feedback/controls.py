@@ -293,12 +293,15 @@ def llm_size_figure(records, llms, path=None, metric: str = "ndcg@5"):
     ax.plot(xs, ys, "o-", color="tab:blue", label=f"LLM loop - ToolRetriever ({metric})")
     for (m, s, r) in pts:
         ax.annotate(f"{m}\n{r['diff']:+.3f}, n={r['n']}, {p_label(r['p'])}", (s, r["diff"]), fontsize=7,
-                    textcoords="offset points", xytext=(4, -18))
+                    textcoords="offset points", xytext=(6, 6))
     if (o := rows.get("oracle - ToolRetriever")) is not None:
         ax.axhline(o["diff"], color="tab:green", ls="--",
                    label=f"oracle feedback - ToolRetriever {o['diff']:+.3f} (n={o['n']})")
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xscale("log")
+    from matplotlib.ticker import NullFormatter
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(min(xs) / 1.6, max(xs) * 2.5)
     ax.set_xlabel("LLM parameters (log scale)")
     ax.set_ylabel(f"{metric} minus ToolRetriever")
     ax.set_title("Feedback loop on ToolRetriever, I2 sample: LLM size" +

@@ -160,7 +160,7 @@ def with_paper(ours: Sequence[dict], on_paper: Sequence[dict]) -> list[dict]:
         r = dict(r)
         if p.get("here") and p["here"] != "pending":
             r["paper"] = p["here"]
-        r["paper_number"] = p.get("ours")
+        r["paper_number"] = number(p.get("ours"))
         out.append(r)
     return out
 
@@ -241,17 +241,22 @@ def summary(rows: Sequence[Mapping]) -> str:
     return ", ".join(f"{n[v]} {v}" for v in VERDICTS if n[v]) + f" of {len(rows)} claims"
 
 
+def number(x) -> float | None:
+    """``x`` as a float, or None when it is missing (None, NaN: a frame's empty cell)."""
+    return None if x is None or x != x else float(x)
+
+
 def table(rows: Sequence[Mapping]) -> pd.DataFrame:
     """The verdicts at a glance (RESULTS.md, the notebooks' claims cells): claim, paper's verdict and number, ours
     (the main comparison's difference with its 95 % interval), verdict, p, reason (``explained_by``), condition."""
     def ours(r):
-        if r.get("ours") is None:
+        if number(r.get("ours")) is None:
             return ""
-        ci = r.get("ci")
+        ci = r.get("ci") if isinstance(r.get("ci"), (list, tuple)) else None
         return f"{r['ours']:+.3f}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else " (direction)")
     out = [{"claim": r["claim"] + (f" ({r['setup']})" if r.get("setup") else ""),
             "paper": r.get("paper", ""),
-            "paper's number": "" if r.get("paper_number") is None else f"{r['paper_number']:+.3f}",
+            "paper's number": "" if number(r.get("paper_number")) is None else f"{r['paper_number']:+.3f}",
             "ours": ours(r), "verdict": r["here"], "p": r.get("p", ""), "reason": r.get("explained_by", ""),
             "condition": r.get("condition", "")} for r in rows]
     return pd.DataFrame(out, columns=["claim", "paper", "paper's number", "ours", "verdict", "p", "reason",

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from toolkit import paths
-from toolkit.claims import VERDICTS, counts, table
+from toolkit.claims import VERDICTS, counts, number, table
 
 CLAIM_NOTEBOOKS = {"10_toolrerank": "ToolRerank", "20_reinvoke": "Re-Invoke", "30_feedback": "Iterative feedback",
                    "40_querygen": "LLM query generation"}
@@ -124,10 +124,11 @@ def forest_rows(profile: str = "standard", results_dir: str | Path | None = None
     out = []
     for paper, rows in load_claims(profile, results_dir, skip_stale=True).items():
         for r in headline(rows):
-            if (r.get("ours") is None and r.get("paper_number") is None) or r.get("unit"):
+            ours, theirs = number(r.get("ours")), number(r.get("paper_number"))
+            if (ours is None and theirs is None) or r.get("unit"):
                 continue      # no number, or a claim whose comparison is not a metric difference (seconds, m)
-            out.append({"paper": paper, "claim": r["claim"], "ours": r.get("ours"), "ci": r.get("ci"),
-                        "paper_number": r.get("paper_number"), "verdict": r["here"]})
+            out.append({"paper": paper, "claim": r["claim"], "ours": ours, "ci": r["ci"] if isinstance(r.get("ci"), list) else None,
+                        "paper_number": theirs, "verdict": r["here"]})
     return out
 
 

@@ -37,7 +37,11 @@ def test_counts_per_paper_read_the_headline_rows(tmp_path):
 def test_an_old_yes_no_verdict_is_an_error_naming_the_file(tmp_path):
     _write(tmp_path, "40_querygen", [{"claim": "a", "holds": "yes"}])
     with pytest.raises(ValueError, match="40_querygen/standard.json.*re-run it"):
-        verdicts.verdict_counts(results_dir=tmp_path)
+        verdicts.load_claims(results_dir=tmp_path)
+    # the summaries leave it out and name the command that re-runs it
+    assert verdicts.verdict_counts(results_dir=tmp_path) == {}
+    assert "not judged by the shared rule yet: `python -m toolkit run 40_querygen --profile standard`" in \
+        verdicts.verdict_markdown(results_dir=tmp_path)
 
 
 def test_forest_plot_draws_intervals_and_direction_only_points(tmp_path):

@@ -125,8 +125,8 @@ def forest_rows(profile: str = "standard", results_dir: str | Path | None = None
     for paper, rows in load_claims(profile, results_dir, skip_stale=True).items():
         for r in headline(rows):
             ours, theirs = number(r.get("ours")), number(r.get("paper_number"))
-            if (ours is None and theirs is None) or r.get("unit"):
-                continue      # no number, or a claim whose comparison is not a metric difference (seconds, m)
+            if (ours is None and theirs is None) or r.get("unit") or abs(ours or 0) > 1 or abs(theirs or 0) > 1:
+                continue      # no number, or not a difference of two metrics in [0, 1] (seconds, candidates)
             out.append({"paper": paper, "claim": r["claim"], "ours": ours, "ci": r["ci"] if isinstance(r.get("ci"), list) else None,
                         "paper_number": theirs, "verdict": r["here"]})
     return out
@@ -157,13 +157,13 @@ def forest_plot(rows: list[dict], path: str | Path | None = None):
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
-    ax.set_xlabel("difference a - b of the claim's main comparison (claimed direction > 0)")
+    ax.set_xlabel("a - b, claimed direction > 0")
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in colour.items() if v != "pending"]
     handles += [Line2D([], [], color="black", marker="o", mfc="white", lw=0, label="ours, by direction (no interval)"),
                 Line2D([], [], color="black", marker="x", lw=0, label="paper's printed difference")]
     ax.legend(handles=handles, fontsize=7, loc="lower right")
-    ax.set_title("Each claim's main comparison: ours (95 % paired-bootstrap interval) and the paper's", fontsize=9)
+    ax.set_title("Main comparison per claim: ours (95 % bootstrap CI) vs paper", fontsize=9)
     fig.tight_layout()
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

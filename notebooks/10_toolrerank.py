@@ -432,13 +432,12 @@ else:
 # Average columns): a verdict whose p is above 0.05 rests on a difference these queries cannot tell from noise.
 
 # %%
-paper_t = tables.paper_tables(t3, t5, t6, t7)
-ours_claims = pd.DataFrame(analysis.claims(t3, t5, t6, t7, fig_rows,
-                                           per_query=per_query)).set_index("claim")
-paper_claims = pd.DataFrame(analysis.claims(paper_t["t3"], paper_t["t5"], paper_t["t6"], paper_t["t7"])
-                            ).set_index("claim").drop(columns=["p", "tests"])
-rec.extra["claims"] = ours_claims.reset_index().to_dict("records")
-ours_claims.drop(columns="tests").join(paper_claims.add_suffix(" (paper)"))
+from toolkit.claims import table as claims_table  # noqa: E402
+
+rec.extra["claims"] = tables.judged_claims(t3, t5, t6, t7, fig_rows, per_query, rec.cells, rec.extra["seen_bias"],
+                                           tr, share_tool)
+ours_claims = claims_table(rec.extra["claims"]).set_index("claim")
+ours_claims
 
 # %% [markdown]
 # ## The data or the training? This run beside the earlier weak setup
@@ -494,7 +493,9 @@ if drawn:
     claims_stability = draws_mod.claims_by_draw(drawn)
     # the main run's verdict beside the draws' (on all of this run's queries; the first runs' main models trained
     # longer than their draws, the fair standard's train at the draws' budget and draw 0 is its split)
-    claims_stability.insert(0, "main run", ours_claims["holds"].reindex(claims_stability.index).fillna("n/a"))
+    claims_stability.insert(0, "main run", ours_claims["verdict"].reindex(claims_stability.index).fillna("n/a"))
+    # the draws-holding count beside each claim (an extra column of ToolRerank's verdict table)
+    rec.extra["claims"] = analysis.held_on_draws(rec.extra["claims"], rec.extra["draws"])
     display(format_table(spread, percents="floats"), format_table(claims_stability))
 if draws_pending:
     print(f"{len(draws_pending)} of {len(cfg.draw_seeds)} draws pending (no score cache):")

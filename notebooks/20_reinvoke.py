@@ -62,6 +62,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from toolkit.claims import reading as claims_reading
+from toolkit.claims import table as claims_table
 from toolkit.reinvoke import experiment as E
 from toolkit.reinvoke import tables as T
 from toolkit.reinvoke.config import config_for
@@ -209,9 +210,9 @@ format_table(t4)
 # (`toolkit.claims`, `toolkit.reinvoke.tables.claims`). A set still waiting for generations is named in the evidence.
 
 # %%
-claims = T.claims(runs, sets, t4, ties=ties)
+claims = T.claims(runs, sets, t4, ties=ties, condition=T.condition_of(cfg))
 rec.extra["claims"] = claims.records()
-display(claims.frame().drop(columns="tests"))
+display(claims_table(claims.records()))
 print(claims.summary())
 
 

@@ -346,25 +346,20 @@ reading_cell(reading, globals())
 # from noise.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-paper_numbers = load_paper_numbers("querygen")
-paper_deltas = paper_numbers[paper_numbers.table.isin(["3", "4", "5"])].rename(columns={"value": "delta"})
-claims = pd.concat([T.claims(values, al.history, complete, cfg.align.iterations,
-                             {n: len(ds.queries) for n, ds in s.llm_tests.items()}),
-                    T.ablation_claims(pd.concat(abl_deltas), abl_values)], ignore_index=True)
-on_paper = pd.concat([T.claims(T.paper_values(paper_numbers), [], [], cfg.align.iterations,
-                               {n: 1 for n in s.llm_tests}),    # the same reading of the paper's Tables 1-5
-                      T.ablation_claims(paper_deltas)], ignore_index=True)
-claims.insert(1, "paper", on_paper.holds.where(on_paper.holds != "pending", "stated (§4.4), no values printed"))
-claims = claims.rename(columns={"holds": "here"})
-rec.extra["claims"] = claims.to_dict("records")
-display(claims.drop(columns="tests"))
+from toolkit.claims import table as claims_table  # noqa: E402
+
+rec.extra["claims"] = T.judged_claims(values, al.history, complete, cfg,
+                                      {n: len(ds.queries) for n, ds in s.llm_tests.items()}, pd.concat(abl_deltas),
+                                      abl_values, load_paper_numbers("querygen"), bound_values, gaps)
+claims = pd.DataFrame(rec.extra["claims"])
+display(claims_table(rec.extra["claims"]))
 
 
-notes = [f"- *{r.claim}*: **{r.here}**, but within noise: "
+notes = [f"- *{r.claim}*: **{r.here}**: "
          + ", ".join(f"{t['comparison']} (p={t['p']:.3f})" for t in within_noise(r.tests))
-         for r in claims.itertuples() if r.here in ("yes", "no") and within_noise(r.tests)]
-display(Markdown("Verdicts resting on a difference the sample cannot resolve (p ≥ 0.05):\n" + "\n".join(notes)
-                 if notes else "Every decided verdict rests on differences with p < 0.05."))
+         for r in claims.itertuples() if r.here == "within noise" and within_noise(r.tests)]
+display(Markdown("Verdicts within noise, the differences the sample cannot resolve (p ≥ 0.05):\n" + "\n".join(notes)
+                 if notes else "No verdict is within noise."))
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}

@@ -31,8 +31,83 @@ def test_verdict_rejects_a_bad_alpha():
 
 def test_direction_on_printed_numbers():
     assert direction([(0.6, 0.5), (0.4, 0.3)]) == "held"
-    assert direction([(0.6, 0.5), (0.3, 0.3)]) == "not held"
+    assert direction([(0.6, 0.5), (0.2, 0.3)]) == "not held"
     assert direction([(0.6, None)]) == "pending"
+
+
+def test_a_tie_is_never_a_verdict():
+    """Issue 84: four equal rows (notebook 10's smoke Table 7, all 16.7, p = 1.000) used to read "best: yes"
+    because max() picks the first row on a tie; a tie is within noise, by direction and by the paired test."""
+    assert direction([(0.167, 0.167)]) == "within noise"
+    assert direction([(0.6, 0.5), (0.3, 0.3)]) == "within noise"
+    from toolkit.claims import record
+    same = {f"q{i}": float(i % 2) for i in range(12)}
+    from toolkit.significance import compared
+    r = record("tied", [compared("a vs b", same, dict(same))], [(0.5, 0.5)])
+    assert r["here"] == "within noise" and r["p"] == "a vs b p=1.000"
+    assert r["explained_by"] == "not explained"
+
+
+def test_toolrerank_table7_tie_is_within_noise():
+    """The smoke run's Table 7: all four rows equal. The old code said "extended list for unseen tools only is best:
+    yes"; the shared rule says within noise, and the claim record carries the reason field."""
+    from toolkit.toolrerank.analysis import claims
+    rows = {f"ToolRerank (extended seen={s}, unseen={u})": {"single-avg": {"recall@5": 0.167}}
+            for s in ("no", "yes") for u in ("no", "yes")}
+    pq = {m: {g: {"q1": 0.0, "q2": 1.0, "q3": 0.0, "q4": 0.5} for g in ("I1-Inst", "I1-Tool", "I1-Cat")}
+          for m in rows}
+    (row,) = claims({}, {}, {}, rows, per_query=pq)
+    assert row["here"] == "within noise"
+    assert row["explained_by"] == "not explained"
+    (on_paper,) = claims({}, {}, {}, rows)
+    assert on_paper["here"] == "within noise" and on_paper["basis"].startswith("direction")
+
+
+def test_missing_per_query_values_are_judged_by_direction_and_say_so():
+    from toolkit.claims import record
+    r = record("no per-query values", [], [(0.6, 0.5)], "a 0.6 vs b 0.5")
+    assert r["here"] == "held" and r["basis"].startswith("direction")
+    assert "judged by direction" in r["evidence"] and r["ci"] is None and r["ours"] == pytest.approx(0.1)
+
+
+def test_every_claim_not_held_has_a_reason():
+    from toolkit.claims import control, explanation, record
+    ctl = [control("oracle feedback - ToolRetriever", 0.142, 0.0001, 60), control("1.5B - 0.5B", 0.150, 0.0001, 60)]
+    r = record("loop beats", [], [(0.4, 0.5)], controls=ctl, conclusion="LLM-limited")
+    assert r["here"] == "not held"
+    assert r["explained_by"] == ("oracle feedback - ToolRetriever +0.142 (p<0.001, n=60); 1.5B - 0.5B +0.150 "
+                                 "(p<0.001, n=60): LLM-limited")
+    assert explanation("held", ctl) == ""
+    assert explanation("within noise", []) == "not explained"
+
+
+def test_oriented_reverses_a_comparison():
+    from toolkit.claims import oriented
+    t = {"comparison": "A vs B", "n": 3, "mean_a": 0.2, "mean_b": 0.5, "diff": -0.3, "p": 0.01, "ci": [-0.4, -0.1]}
+    o = oriented(t)
+    assert (o["comparison"], o["diff"], o["ci"]) == ("B vs A", pytest.approx(0.3), [0.1, 0.4])
+
+
+def test_counts_and_with_paper():
+    from toolkit.claims import counts, with_paper
+    rows = [{"claim": "a", "here": "held", "ours": 0.1}, {"claim": "b", "here": "within noise", "ours": 0.0}]
+    assert counts(rows) == {"held": 1, "not held": 0, "within noise": 1, "pending": 0}
+    with pytest.raises(ValueError, match="verdict outside"):
+        counts([{"here": "yes"}])
+    merged = with_paper(rows, [{"here": "held", "ours": 0.2}, {"here": "pending", "ours": None}])
+    assert merged[0]["paper"] == "held" and merged[0]["paper_number"] == 0.2 and "paper" not in merged[1]
+
+
+def test_paired_bootstrap_interval_covers_the_difference():
+    from toolkit.significance import compared, paired_bootstrap_ci
+    rng = np.random.default_rng(0)
+    a = {f"q{i}": float(rng.random()) for i in range(200)}
+    b = {q: v - 0.1 + float(rng.normal(0, 0.05)) for q, v in a.items()}
+    lo, hi = paired_bootstrap_ci(a, b)
+    t = compared("a vs b", a, b)
+    assert lo < t["diff"] < hi and lo > 0 and t["ci"] == [lo, hi]
+    same = paired_bootstrap_ci(a, dict(a))
+    assert same == (0.0, 0.0)
 
 
 def test_paired_claim_runs_the_randomization_test_and_lists_pending_sets():
@@ -50,7 +125,9 @@ def test_paired_claim_runs_the_randomization_test_and_lists_pending_sets():
     row2 = c.paired("b beats a", [("b vs a", b, a)])
     assert row2["here"] == "not held"
     assert c.summary() == "1 held, 1 not held of 2 claims"
-    assert list(c.frame().columns) == ["claim", "paper", "here", "evidence", "p", "tests"]
+    assert list(c.frame().columns)[:3] == ["claim", "paper", "here"]
+    assert {"evidence", "p", "tests", "condition", "explained_by", "ours", "ci", "paper_number"} <= set(c.frame())
+    assert row2["explained_by"] == "not explained" and row["explained_by"] == ""
     text = reading(c.records())
     assert text.startswith("1. *a beats b everywhere* — here: **held**") and "\n2. *b beats a*" in text
 

@@ -188,15 +188,17 @@ def test_toolretriever_loop_runs_the_llm_loop_on_the_warmup_retriever_without_pr
     assert C.toolretriever_loop_trace_path(other, "I2", 2) != C.toolretriever_loop_trace_path(cfg, "I2", 2)
 
 
-def test_the_llm_scale_rows_pair_each_llm_with_toolretriever_the_smallest_llm_and_the_oracle():
+def test_the_llm_scale_rows_pair_each_llm_with_toolretriever_the_next_smaller_llm_and_the_oracle():
     from toolkit.feedback import experiment as X
     from toolkit.feedback.config import FAIR_FEEDBACK, config_for, with_fair_feedback
     cfg = config_for("standard")
     runs = C.scale_runs(cfg)
-    assert [(name, c.llm, n) for name, c, n in runs] == [("qwen-0.5b", "qwen-0.5b", 60), ("qwen-1.5b", "qwen-1.5b", None)]
-    assert runs[1][1].feedback == FAIR_FEEDBACK                # the 0.5B's own setting: the test below
+    assert [(name, c.llm, n) for name, c, n in runs] == [("smollm2", "smollm2", 60), ("qwen-0.5b", "qwen-0.5b", 60),
+                                                         ("qwen-1.5b", "qwen-1.5b", None)]
+    assert runs[2][1].feedback == FAIR_FEEDBACK                # the 0.5B's own setting: the test below
+    assert runs[0][1].feedback.reasoning_dry == runs[1][1].feedback.reasoning_dry == 0.8   # the small ones get DRY
     # the profile's LLM reads the whole-I2 trace (the ToolRetriever + loop row's); the other its own 60
-    big, small = runs[1][1], runs[0][1]
+    big, small = runs[2][1], runs[1][1]
     assert C.toolretriever_loop_trace_path(big, "I2", None) == C.toolretriever_loop_trace_path(
         with_fair_feedback(cfg), "I2", None)
     assert C.toolretriever_loop_trace_path(small, "I2", 60) != C.toolretriever_loop_trace_path(big, "I2", 60)
@@ -209,6 +211,7 @@ def test_the_llm_scale_rows_pair_each_llm_with_toolretriever_the_smallest_llm_an
             C.scale_row("qwen-0.5b"): {x: 0.4 for x in q}, C.scale_row("qwen-1.5b"): {x: 0.6 for x in q[:6]}}
     d = C.decomposition({"I2": {m: {"ndcg@5": v} for m, v in rows.items()}}, metrics=("ndcg@5",),
                         parts=C.scale_parts(cfg.scale_llms)).set_index("part")
+    assert "qwen-0.5b - smollm2" not in d.index           # no SmolLM2 row here: its comparisons are left out
     assert d.loc["loop (qwen-0.5b) - ToolRetriever", "diff"] == pytest.approx(-0.1)
     assert d.loc["qwen-1.5b - qwen-0.5b", "diff"] == pytest.approx(0.2) and d.loc["qwen-1.5b - qwen-0.5b", "n"] == 6
     assert d.loc["oracle - loop (qwen-1.5b)", "diff"] == pytest.approx(0.3)

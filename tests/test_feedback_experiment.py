@@ -172,8 +172,9 @@ def test_collect_reads_traces_and_lists_what_is_missing(tmp_path, monkeypatch):
     assert pq["2", "I2", "Ours", "ndcg@1"] == {"b": 1.0, "c": 1.0}
     c = T.claims(values, metric="ndcg@1").set_index("claim")
     first = c.loc["feedback beats the fine-tuned retriever on every in-domain group (ndcg@1, Table 2)"]
-    assert first.holds == "yes" and "Ours vs ToolRetriever I2 p=" in first.p
-    assert c.loc["removing warm-up, hard negatives, or joint loss and hard negatives lowers ndcg@1 (Table 4)"].holds \
+    # two queries resolve nothing (the smallest p of 2 sign flips is 0.5): within noise, not held
+    assert first.here == "within noise" and "Ours vs ToolRetriever I2 p=" in first.p
+    assert c.loc["removing warm-up, hard negatives, or joint loss and hard negatives lowers ndcg@1 (Table 4)"].here \
         == "pending"
 
 
@@ -182,9 +183,11 @@ def test_feedback_claims_on_the_paper_s_numbers_and_a_failing_run():
 
     from toolkit.compare import load_paper_numbers
     from toolkit.feedback import tables as T
-    c = T.claims(T.paper_values(load_paper_numbers("iterative_feedback"))).set_index("claim").holds
-    assert c.iloc[[0, 1, 2, 3, 4, 5, 6, 8]].eq("yes").all() and len(c) == 9
-    assert c.iloc[7] == "no"            # the paper's text: RoBERTa more effective; its Table 6: 86.75 < 87.10
+    c = T.claims(T.paper_values(load_paper_numbers("iterative_feedback"))).set_index("claim")
+    assert c.basis.str.startswith("direction").all()     # printed numbers: no per-query values
+    c = c.here
+    assert c.iloc[[0, 1, 2, 3, 4, 5, 6, 8]].eq("held").all() and len(c) == 9
+    assert c.iloc[7] == "not held"      # the paper's text: RoBERTa more effective; its Table 6: 86.75 < 87.10
     # decided on Ours; the ToolRetrievers are evidence beside it, and their row alone decides nothing
     base_claim = "the RoBERTa-class base beats the BERT-class one (Table 6; here mpnet vs MiniLM, ndcg@5)"
     qs = [f"q{i}" for i in range(30)]
@@ -193,19 +196,19 @@ def test_feedback_claims_on_the_paper_s_numbers_and_a_failing_run():
                                                  ("ToolRetriever (RoBERTa-based)", dict.fromkeys(qs, 0.5)),
                                                  ("Ours (BERT-based)", dict.fromkeys(qs, 0.3)))]
     row = T.claims(pd.DataFrame(t6)).set_index("claim").loc[base_claim]
-    assert row.holds == "pending" and row.evidence == ("Ours: BERT-class 0.300, RoBERTa-class pending; "
-                                                       "ToolRetriever: BERT-class 0.400, RoBERTa-class 0.500")
+    assert row.here == "pending" and row.evidence.startswith("Ours: BERT-class 0.300, RoBERTa-class pending; "
+                                                             "ToolRetriever: BERT-class 0.400, RoBERTa-class 0.500")
     t6.append({**t6[2], "method": "Ours (RoBERTa-based)", "value": 0.2, "per_query": dict.fromkeys(qs, 0.2)})
     row = T.claims(pd.DataFrame(t6)).set_index("claim").loc[base_claim]
-    assert row.holds == "no" and row.p == "Ours (RoBERTa-based) vs Ours (BERT-based) p<0.001; " \
-                                         "ToolRetriever (RoBERTa-based) vs ToolRetriever (BERT-based) p<0.001"
-    # Table 6's "with both bases": one base's whole row at or below its ToolRetriever decides it, the other pending
+    assert row.here == "not held" and row.p == "Ours (RoBERTa-based) vs Ours (BERT-based) p<0.001"
+    assert "ToolRetriever RoBERTa- vs BERT-class +0.100 (p=0.000)" in row.evidence   # evidence beside, not verdict
+    # Table 6's "with both bases": a verdict waits for both bases (issue 84: no verdict on a missing comparison)
     both = "feedback beats the fine-tuned retriever of the same base, with both bases (Table 6, ndcg@5)"
     t6 = [{"table": "6", "set": "I2", "method": m, "metric": "ndcg@5", "value": x, "per_query": None, "n": 40,
            "planned": 40} for m, x in (("Ours (BERT-based)", 0.33), ("ToolRetriever (BERT-based)", 0.41))]
-    assert T.claims(pd.DataFrame(t6)).set_index("claim").loc[both].holds == "no"
-    t6[0]["value"] = 0.5
-    assert T.claims(pd.DataFrame(t6)).set_index("claim").loc[both].holds == "pending"
+    assert T.claims(pd.DataFrame(t6)).set_index("claim").loc[both].here == "pending"
+    t6 += [{**t6[0], "method": "Ours (RoBERTa-based)", "value": 0.5}, {**t6[1], "method": "ToolRetriever (RoBERTa-based)"}]
+    assert T.claims(pd.DataFrame(t6)).set_index("claim").loc[both].here == "not held"      # by direction: 0.33 < 0.41
     qs = [f"q{i}" for i in range(30)]
     ours = {q: 1.0 if i % 2 else 0.0 for i, q in enumerate(qs)}
     rows = [{"table": "5", "set": "I2", "method": f"Ours (T={t})", "metric": "ndcg@5", "value": 0.5,
@@ -217,26 +220,26 @@ def test_feedback_claims_on_the_paper_s_numbers_and_a_failing_run():
              for m in ("Ours (T=0)", "Ours (T=3, unchanged = N/A)") for x in ("ndcg@5", "seconds_per_instruction")]
     c = T.claims(pd.DataFrame(rows)).set_index("claim")
     assert c.loc["ndcg@5 rises with every round (Table 5)"].evidence == "T=1 0.500 → T=2 0.500 → T=3 0.500"
-    assert c.loc["ndcg@5 rises with every round (Table 5)"].holds == "no"
+    assert c.loc["ndcg@5 rises with every round (Table 5)"].here == "within noise"     # a tie is never a verdict
     assert c.loc["ndcg@5 rises with every round (Table 5)"].p == "Ours (T=2) vs Ours (T=1) p=1.000; " \
                                                                   "Ours (T=3) vs Ours (T=2) p=1.000"
-    assert c.loc["each further round costs fewer extra LLM seconds per instruction (Table 5)"].holds == "no"
+    assert c.loc["each further round costs fewer extra LLM seconds per instruction (Table 5)"].here == "not held"
     every = "feedback beats the fine-tuned retriever on every in-domain group (ndcg@5, Table 2)"
-    assert c.loc[every].holds == "pending"
-    # one group's whole sample below the fine-tuned retriever decides "every group" before the others are traced;
-    # a trace still being generated (n < planned) does not
+    assert c.loc[every].here == "pending"
+    # "every group" waits for every group's whole sample (one group below no longer decides it alone: issue 84);
+    # a trace still being generated (n < planned) decides nothing
     below = [{"table": "2", "set": "I2", "method": m, "metric": "ndcg@5", "value": x, "per_query": None, "n": 20,
               "planned": 20} for m, x in (("Ours", 0.3), ("ToolRetriever", 0.4))]
-    assert T.claims(pd.DataFrame(rows + below)).set_index("claim").loc[every].holds == "no"
+    assert T.claims(pd.DataFrame(rows + below)).set_index("claim").loc[every].here == "pending"
     below[0]["planned"] = 30
-    assert T.claims(pd.DataFrame(rows + below)).set_index("claim").loc[every].holds == "pending"
+    assert T.claims(pd.DataFrame(rows + below)).set_index("claim").loc[every].here == "pending"
     # no verdict rests on a trace still being generated: I1's gain on its first 20 of 150 decides nothing
     gains = [{"table": "2", "set": g, "method": "% improve", "metric": "ndcg@5", "value": x, "per_query": None,
               "n": n, "planned": p} for g, x, n, p in (("I1", 0.09, 20, 150), ("I2", -0.18, 230, 230))]
     larger = "the gain is larger on multi-tool I2 than on single-tool I1 (% improve ndcg@5, Table 2)"
-    assert T.claims(pd.DataFrame(rows + gains)).set_index("claim").loc[larger].holds == "pending"
+    assert T.claims(pd.DataFrame(rows + gains)).set_index("claim").loc[larger].here == "pending"
     gains[0]["n"] = 150
-    assert T.claims(pd.DataFrame(rows + gains)).set_index("claim").loc[larger].holds == "no"
+    assert T.claims(pd.DataFrame(rows + gains)).set_index("claim").loc[larger].here == "not held"
 
 
 def test_a_condition_must_be_a_row_of_tables_4_6_7():
@@ -468,18 +471,20 @@ def test_all_runs_each_missing_trace_in_its_own_process(monkeypatch, tmp_path):
     assert "python -m toolkit.feedback train-feedback --profile smoke" in M.missing_commands(cfg)
 
 
-def test_768_is_best_needs_every_size_and_one_larger_size_decides_no():
+def test_768_is_best_needs_every_size_and_a_larger_size_decides_not_held():
     from toolkit.feedback import tables as T
     best = "embedding size 768 is the best of Table 7's sizes (ndcg@5)"
 
     def holds(sizes):
         rows = [{"table": "7", "set": "I2", "method": f"Ours (dim={d})", "metric": "ndcg@5", "value": x,
                  "per_query": None, "n": n, "planned": 40} for d, (x, n) in sizes.items()]
-        return T.claims(pd.DataFrame(rows)).set_index("claim").loc[best].holds
+        return T.claims(pd.DataFrame(rows)).set_index("claim").loc[best].here
     assert holds({300: (0.30, 40), 768: (0.35, 40)}) == "pending"            # 768 leads, three sizes untraced
     assert holds({300: (0.30, 40), 768: (0.35, 40), 512: (0.40, 20)}) == "pending"   # 512 still being traced
-    assert holds({300: (0.30, 40), 768: (0.35, 40), 512: (0.40, 40)}) == "no"
-    assert holds({d: (0.35 if d == 768 else 0.3, 40) for d in (300, 512, 768, 1024, 2048)}) == "yes"
+    assert holds({300: (0.30, 40), 768: (0.35, 40), 512: (0.40, 40)}) == "pending"   # 1024, 2048 untraced
+    assert holds({d: (0.4 if d == 512 else 0.35 if d == 768 else 0.3, 40) for d in (300, 512, 768, 1024, 2048)}) \
+        == "not held"
+    assert holds({d: (0.35 if d == 768 else 0.3, 40) for d in (300, 512, 768, 1024, 2048)}) == "held"
     assert holds({300: (0.30, 40), 512: (0.40, 40)}) == "pending"            # no 768 yet
 
 
@@ -492,12 +497,18 @@ def test_claims_by_setup_puts_each_claim_s_setups_together_and_judges_each_on_it
               "planned": 20} for m, x in (("Ours", 0.3), ("ToolRetriever", 0.4))]
     c = T.claims_by_setup({"fair LLM": pd.DataFrame(columns=below[0].keys()), "capped LLM": pd.DataFrame(below)},
                           T.paper_values(load_paper_numbers("iterative_feedback")))
-    assert list(c.columns) == ["claim", "setup", "paper", "here", "evidence", "p", "tests"]
+    assert {"claim", "setup", "paper", "here", "evidence", "p", "tests", "condition", "explained_by", "paper_number",
+            "headline"} <= set(c.columns)
     assert len(c) == 2 * 9 and list(c.setup[:4]) == ["fair LLM", "capped LLM"] * 2
-    every = "feedback beats the fine-tuned retriever on every in-domain group (ndcg@5, Table 2)"
-    first = c[c.claim == every].set_index("setup")
-    assert first.at["fair LLM", "here"] == "pending" and first.at["capped LLM", "here"] == "no"
-    assert (first.paper == "yes").all()
+    assert list(c.headline[:2]) == [True, False]                          # the first setup is the headline
+    ood = "feedback beats the fine-tuned retriever out-of-domain (UltraTool ndcg@5, Table 3)"
+    first = c[c.claim == ood].set_index("setup")
+    assert (first.here == "pending").all() and (first.paper == "held").all()
+    assert first.paper_number.iloc[0] > 0                                  # the paper's printed difference
+    below += [{**r, "set": "UltraTool", "table": "3"} for r in below]
+    c = T.claims_by_setup({"fair LLM": pd.DataFrame(columns=below[0].keys()), "capped LLM": pd.DataFrame(below)})
+    first = c[c.claim == ood].set_index("setup")
+    assert first.at["capped LLM", "here"] == "not held" and first.at["capped LLM", "explained_by"] == "not explained"
     assert (c.groupby("claim", sort=False).paper.nunique() == 1).all()     # one paper verdict per claim
     with pytest.raises(ValueError, match="at least one setup"):
         T.claims_by_setup({})
@@ -539,7 +550,7 @@ def test_the_gain_claim_tests_the_difference_of_the_two_groups_gains():
                      "per_query": None, "n": 60, "planned": 60})
     claim = "the gain is larger on multi-tool I2 than on single-tool I1 (% improve ndcg@5, Table 2)"
     row = T.claims(pd.DataFrame(rows)).set_index("claim").loc[claim]
-    assert row.holds == "yes" and row.p == "% improve of Ours I2 vs I1 p<0.001"
+    assert row.here == "held" and row.p == "% improve of Ours I2 vs I1 p<0.001"
     assert row.tests[0]["diff"] == pytest.approx(0.5)
     rows[0]["per_query"] = None
     assert T.claims(pd.DataFrame(rows)).set_index("claim").loc[claim].p == ""

@@ -15,8 +15,8 @@ def test_claims_before_after_counts_the_draws_that_hold_a_claim():
     fair = _run("yes", "Rerank-10 vs DPR p=0.020", ["yes", "yes"], [])
     df = claims_before_after({"first run": first, "fair": fair})
     row = df.loc["reranking helps"]
-    assert (row["first run: holds"], row["first run: draws"]) == ("no", "1/3")
-    assert (row["fair: holds"], row["fair: p"], row["fair: draws"]) == ("yes", "Rerank-10 vs DPR p=0.020", "2/2")
+    assert (row["first run: verdict"], row["first run: draws"]) == ("not held", "1/3")
+    assert (row["fair: verdict"], row["fair: p"], row["fair: draws"]) == ("held", "Rerank-10 vs DPR p=0.020", "2/2")
     # a run without draws says so instead of 0/0
     assert claims_before_after({"x": {"claims": first["claims"]}}).loc["reranking helps", "x: draws"] == "n/a"
 

@@ -167,13 +167,41 @@ def relative_gain_difference(a1: Mapping[str, float], b1: Mapping[str, float], a
                       p=float((hits + 1) / (n_permutations + 1)))
 
 
+def paired_bootstrap_ci(a: Mapping, b: Mapping, level: float = 0.95, n_boot: int = 2_000,
+                        seed: int = 42) -> tuple[float, float]:
+    """Percentile interval of ``mean(a) - mean(b)`` under a paired bootstrap over queries: each of ``n_boot``
+    resamples draws the queries with replacement and keeps each query's (a, b) pair together,
+
+        d* = mean_{q in resample} (a_q - b_q),   CI = [quantile_{(1-level)/2}(d*), quantile_{(1+level)/2}(d*)].
+
+    ``a`` and ``b`` are ``{qid: score}`` on the same queries, or ``{group: {qid: score}}`` for the mean of
+    per-group means (each group resampled on its own, stratified, as the macro average weights it)."""
+    if not 0 < level < 1:
+        raise ValueError(f"paired_bootstrap_ci: level must be in (0, 1), got {level}")
+    groups = ({g: (a[g], b[g]) for g in sorted(a)} if any(isinstance(v, Mapping) for v in a.values())
+              else {"": (a, b)})
+    rng = np.random.default_rng(seed)
+    total = np.zeros(n_boot)
+    for g, (x, y) in groups.items():
+        _check(x, y, 1, f" in group {g!r}" if g else "")
+        qids = sorted(x)
+        d = np.array([x[q] - y[q] for q in qids], dtype=np.float64)
+        idx = rng.integers(0, len(d), size=(n_boot, len(d)))
+        total += d[idx].mean(axis=1) / len(groups)
+    lo, hi = np.quantile(total, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def compared(label: str, a: Mapping, b: Mapping, n_permutations: int = 10_000, seed: int = 42) -> dict:
     """One comparison of a claims table as data: ``{"comparison": label, "n", "mean_a", "mean_b", "diff",
-    "p"}``. ``a`` and ``b`` are ``{qid: score}`` (:func:`paired_randomization`) or ``{group: {qid: score}}``
-    (:func:`macro_paired_randomization`, the mean of per-group means)."""
+    "p", "ci"}``. ``a`` and ``b`` are ``{qid: score}`` (:func:`paired_randomization`) or ``{group: {qid: score}}``
+    (:func:`macro_paired_randomization`, the mean of per-group means); ``ci``: the 95 % paired-bootstrap interval
+    of ``diff`` (:func:`paired_bootstrap_ci`)."""
     macro = any(isinstance(v, Mapping) for v in a.values())
-    return as_record(label, (macro_paired_randomization if macro else paired_randomization)(a, b, n_permutations,
-                                                                                            seed))
+    rec = as_record(label, (macro_paired_randomization if macro else paired_randomization)(a, b, n_permutations,
+                                                                                           seed))
+    rec["ci"] = list(paired_bootstrap_ci(a, b, seed=seed))
+    return rec
 
 
 def as_record(label: str, t: PairedTest) -> dict:

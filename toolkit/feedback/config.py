@@ -39,7 +39,8 @@ class FeedbackExperiment:
     max_docs: int | None = None                    # smoke: each test corpus cut to this many documents
     # is the LLM the limit: the loop on ToolRetriever with each of these LLMs on one I2 sample of
     # scale_queries (nested in the I2 sample), with the fair LLM step; the oracle on the same sample is the ceiling
-    scale_llms: tuple = ("qwen-0.5b", "qwen-1.5b")
+    # (smallest first; SmolLM2-135M is a third size, so the trend has three points)
+    scale_llms: tuple = ("smollm2", "qwen-0.5b", "qwen-1.5b")
     scale_queries: int | None = 60
 
     def __post_init__(self) -> None:
@@ -143,8 +144,10 @@ FAIR_FEEDBACK = FeedbackConfig(tool_chars=600, brevity="one-line", comprehension
 # differ only by their counters ("Goal 21: ...", "Goal 22: ..."); at 2.0 all three ended (190, 94, 149 tokens). We
 # keep 0.8, the milder penalty on ordinary text (it also penalises copying long tool names from the prompt), and the
 # notebook prints the share at the cap that the loop then measures. The 1.5B model's fair answers end before their
-# caps without DRY (at most 1 of 41 per step), so its traces keep it off.
-FAIR_FEEDBACK_FOR_LLM = {"qwen-0.5b": {"reasoning_dry": 0.8}}
+# caps without DRY (at most 1 of 41 per step), so its traces keep it off. SmolLM2-135M (the third size on the
+# I2 sample) is smaller than the 0.5B model that needed DRY, so it gets the same setting from its first answer (no
+# penalty-only trace of it exists); notebook 30 prints its share at the cap like the others'.
+FAIR_FEEDBACK_FOR_LLM = {"qwen-0.5b": {"reasoning_dry": 0.8}, "smollm2": {"reasoning_dry": 0.8}}
 
 # The offline training feedback under the fair step is regenerated on fewer training instructions than the capped
 # run's 500 (fewer instructions where needed, stated): the 1.5B loop with the fair step costs 82 s

@@ -257,12 +257,62 @@ def non_refinements(traces: Mapping[str, Trace], qrels: Mapping, cfg, metric: st
 
 def scale_parts(llms) -> tuple[tuple[str, str, str], ...]:
     """The LLM-scale comparisons (column, a, b): the oracle (the ceiling) and each LLM's loop against ToolRetriever,
-    each larger LLM against the smallest, and the oracle against each LLM's loop."""
-    first = llms[0] if llms else None
+    each LLM against the next smaller one (``llms`` smallest first), and the oracle against each LLM's loop."""
     return (("oracle - ToolRetriever", ORACLE_TOOLRETRIEVER, "ToolRetriever"),
             *((f"loop ({m}) - ToolRetriever", scale_row(m), "ToolRetriever") for m in llms),
-            *((f"{m} - {first}", scale_row(m), scale_row(first)) for m in llms[1:]),
+            *((f"{m} - {prev}", scale_row(m), scale_row(prev)) for prev, m in zip(llms, llms[1:])),
             *((f"oracle - loop ({m})", ORACLE_TOOLRETRIEVER, scale_row(m)) for m in llms))
+
+
+def llm_size_figure(records, llms, path=None, metric: str = "ndcg@5"):
+    """The LLM-size trend: each LLM's loop minus ToolRetriever (``records``: :func:`scale_parts` through
+    :func:`decomposition`, the parts ``loop (<llm>) - ToolRetriever``) against the LLM's parameters
+    (:data:`toolkit.llm.models.PARAMETERS`, log scale), each point with n and its paired p, and the oracle minus
+    ToolRetriever on the same queries as a horizontal line above: where the curve heads with a larger LLM. An LLM
+    without a parameter count (a server model) or without a row yet is left out and named in the title. Saved to
+    ``path`` when given; returns the figure, or None when no LLM has a row."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from toolkit.llm import models
+    from toolkit.significance import p_label
+    rows = {r["part"]: r for r in records if r["metric"] == metric}
+    pts, left = [], []
+    for m in llms:
+        r = rows.get(f"loop ({m}) - ToolRetriever")
+        try:
+            size = models.PARAMETERS.get(models.canonical_id(m))
+        except (KeyError, ValueError):
+            size = None
+        (pts if r is not None and size is not None else left).append((m, size, r))
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs, ys = [s for _, s, _ in pts], [r["diff"] for _, _, r in pts]
+    ax.plot(xs, ys, "o-", color="tab:blue", label=f"LLM loop - ToolRetriever ({metric})")
+    for (m, s, r) in pts:
+        ax.annotate(f"{m}\n{r['diff']:+.3f}, n={r['n']}, {p_label(r['p'])}", (s, r["diff"]), fontsize=7,
+                    textcoords="offset points", xytext=(6, 6))
+    if (o := rows.get("oracle - ToolRetriever")) is not None:
+        ax.axhline(o["diff"], color="tab:green", ls="--",
+                   label=f"oracle feedback - ToolRetriever {o['diff']:+.3f} (n={o['n']})")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    from matplotlib.ticker import NullFormatter
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(min(xs) / 1.6, max(xs) * 2.5)
+    ax.set_xlabel("LLM parameters (log scale)")
+    ax.set_ylabel(f"{metric} minus ToolRetriever")
+    ax.set_title("Feedback loop on ToolRetriever, I2 sample: LLM size" +
+                 (f" (no row yet: {', '.join(m for m, _, _ in left)})" if left else ""), fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    if path is not None:
+        from pathlib import Path
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    return fig
 
 
 def scale_text(records, metric: str = "ndcg@5") -> str:

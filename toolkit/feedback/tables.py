@@ -76,6 +76,26 @@ def improve(values: pd.DataFrame, ours: str = "Ours", best_previous: str = "Tool
     return ((w[ours] / w[best_previous] - 1) * 100).rename("% improve").reset_index()
 
 
+FIRST_RUN = " (first run)"
+HEADLINE_ROWS = ("Ours", "% improve")
+
+
+def headline_values(fair: pd.DataFrame, first: pd.DataFrame, tables=("2", "3")) -> pd.DataFrame:
+    """Tables 2-3 leading with the fair LLM step (one number per method across the suite, the one notebook
+    50 reads): the fair run's ``Ours`` and ``% improve`` rows under their own names, the first (capped-LLM) run's
+    under ``"<row> (first run)"``, every other row of ``first`` as it is. ``fair`` / ``first``:
+    :func:`toolkit.feedback.collect.collect`'s long tables."""
+    in_first = first.table.isin(tables) & first.method.isin(HEADLINE_ROWS)
+    in_fair = fair[fair.table.isin(tables) & fair.method.isin(HEADLINE_ROWS)]
+    missing = sorted({(t, m) for t in tables for m in HEADLINE_ROWS} - set(zip(in_fair.table, in_fair.method))
+                     & set(zip(first[in_first].table, first[in_first].method)))
+    if missing:
+        raise ValueError(f"headline_values: the fair LLM step has no {missing} rows; trace them first "
+                         "(python -m toolkit.feedback all --fair)")
+    renamed = first[in_first].assign(method=lambda d: d.method + FIRST_RUN)
+    return pd.concat([in_fair, renamed, first[~in_first]], ignore_index=True)
+
+
 def record_retrieval(rec, values: pd.DataFrame, table: str, notes: dict[str, str] | None = None) -> None:
     """Cells of Tables 2/3 (our values as fractions); rows on an LLM sample carry its size in the note.
     Table 5's ``seconds_per_instruction`` is the LLM seconds stored in the trace's lines: replayed from a committed
@@ -191,28 +211,38 @@ def gain_difference_test(values: pd.DataFrame, table: str, set1: str, set2: str,
     return as_record(f"% improve of {a} {set2} vs {set1}", relative_gain_difference(*pq))
 
 
-def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
-    """The paper's claims, one row each (``holds``: yes / no, or pending while a row it rests on is missing or
-    its trace is still being generated: n < planned; the reading gives such rows' values with their n),
-    from :func:`toolkit.feedback.experiment.collect`'s long table (columns table, set, method,
-    metric, value, and ``per_query`` for the p-values):
+CLAIM_KEYS = ("every group", "gain I2 > I1", "out-of-domain", "rounds", "round cost", "ablations", "same base",
+              "roberta > bert", "dim 768")
+
+
+def claims(values: pd.DataFrame, metric: str = "ndcg@5", controls: dict | None = None, condition: str = "",
+           alpha: float = 0.05) -> pd.DataFrame:
+    """The paper's claims, one row each, judged by :func:`toolkit.claims.record` (held / not held / within noise,
+    pending while a row it rests on is missing or its trace is still being generated: n < planned; the reading gives
+    such rows' values with their n), from :func:`toolkit.feedback.experiment.collect`'s long table (columns table,
+    set, method, metric, value, and ``per_query`` for the paired tests; without it, e.g. the paper's printed
+    tables, by direction):
 
     1. feedback beats the fine-tuned retriever on every in-domain group (Table 2; on the LLM sample);
     2. its gain is larger on multi-tool I2 than on single-tool I1 (Table 2's % improve, §5.2);
     3. it beats the fine-tuned retriever out-of-domain, UltraTool (Table 3);
     4. ``metric`` rises with every round (Table 5, finding 1);
-    5. each further round costs fewer extra LLM seconds per instruction (Table 5, finding 2);
+    5. each further round costs fewer extra LLM seconds per instruction (Table 5, finding 2; by direction);
     6. removing warm-up, hard negatives, or the joint loss with hard negatives lowers ``metric`` (Table 4);
     7. feedback beats the fine-tuned retriever of the same base with both base models (Table 6, §5.3: "still
        achieves significant improvement over the baseline with the same RoBERTa model");
-    8. the RoBERTa-class base beats the BERT-class one (Table 6; mpnet vs MiniLM here);
-    9. embedding size 768 is the best of Table 7's sizes (§5.3: "we recommend ... 768").
+    8. the RoBERTa-class base beats the BERT-class one (Table 6; mpnet vs MiniLM here; decided on Ours, the two
+       ToolRetrievers' comparison shown in the evidence);
+    9. embedding size 768 is the best of Table 7's sizes (768 against the best other size).
 
-    Column ``p``: the two-sided randomization p-value (:mod:`toolkit.significance`) of each paired
-    comparison a verdict rests on, where both rows carry per-query values on the same queries; column
-    ``tests``: the same comparisons as data (:func:`toolkit.significance.compared`)."""
-    from toolkit.significance import p_text
+    Column ``p``: the two-sided randomization p-value (:mod:`toolkit.significance`) of each paired comparison a
+    verdict rests on; ``tests``: the same comparisons as data. ``controls``: claim key (:data:`CLAIM_KEYS`) ->
+    ``(control rows, conclusion)`` (:func:`claim_controls`); ``condition``: what differs from the paper
+    (:func:`condition_of`)."""
+    from toolkit.claims import record
     out = []
+    controls = controls or {}
+    has_pq = "per_query" in values
 
     def cell(table, label, method, what=metric):
         return _cell(values, table, label, method, what)
@@ -222,12 +252,15 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
         return None if c is None or pd.isna(c.value) or not _complete(c) else float(c.value)
 
     def p_of(table, label, a, b):
-        return paired_test(values, table, label, a, b, metric)
+        return paired_test(values, table, label, a, b, metric) if has_pq else None
 
-    def row(claim, holds, evidence, tests=()):
-        tests = [t for t in tests if t] if holds is not None else []
-        out.append({"claim": claim, "holds": "pending" if holds is None else ("yes" if holds else "no"),
-                    "evidence": evidence, "p": p_text(tests), "tests": tests})
+    def row(key, claim, evidence, pairs, tests=(), pending=False, unit=""):
+        tests = [t for t in tests if t]
+        if has_pq and len(tests) < len(pairs) and not pending and tests:
+            tests = []          # a comparison without its test: the claim falls back to direction as a whole
+        ctl, conclusion = controls.get(key, ((), ""))
+        out.append(record(claim, tests, pairs, evidence, condition=condition, controls=ctl, conclusion=conclusion,
+                          pending=pending or any(None in p for p in pairs), alpha=alpha, key=key, unit=unit))
 
     def baseline(table, label):
         """the fine-tuned retriever on Ours' queries"""
@@ -239,86 +272,151 @@ def claims(values: pd.DataFrame, metric: str = "ndcg@5") -> pd.DataFrame:
 
     groups = ("I1", "I2", "I3")
     pairs = {g: (val("2", g, "Ours"), val("2", g, baseline("2", g))) for g in groups}
-    done = all(None not in v for v in pairs.values())
-    # "every group" fails as soon as one group's whole sample is not above: no need to wait for the others
-    failed = any(None not in (o, t) and o <= t for o, t in pairs.values())
-    row(f"feedback beats the fine-tuned retriever on every in-domain group ({metric}, Table 2)",
-        False if failed else all(o > t for o, t in pairs.values()) if done else None,
+    row("every group", f"feedback beats the fine-tuned retriever on every in-domain group ({metric}, Table 2)",
         "; ".join(f"{g}: Ours {fmt(o)} vs ToolRetriever {fmt(t)}" for g, (o, t) in pairs.items()),
-        [p_of("2", g, "Ours", baseline("2", g)) for g in groups])
+        list(pairs.values()), [p_of("2", g, "Ours", baseline("2", g)) for g in groups])
     gain = {g: val("2", g, "% improve") for g in ("I1", "I2")}
-    row(f"the gain is larger on multi-tool I2 than on single-tool I1 (% improve {metric}, Table 2)",
-        gain["I2"] > gain["I1"] if None not in gain.values() else None,
+    row("gain I2 > I1", f"the gain is larger on multi-tool I2 than on single-tool I1 (% improve {metric}, Table 2)",
         "; ".join(f"{g} {'pending' if x is None else f'{x:+.1%}'}" for g, x in gain.items()),
-        [gain_difference_test(values, "2", "I1", "I2", "Ours", baseline("2", "I1"), baseline("2", "I2"), metric)])
+        [(gain["I2"], gain["I1"])],
+        [gain_difference_test(values, "2", "I1", "I2", "Ours", baseline("2", "I1"), baseline("2", "I2"), metric)
+         if has_pq else None])
     o, t = val("3", "UltraTool", "Ours"), val("3", "UltraTool", baseline("3", "UltraTool"))
-    row(f"feedback beats the fine-tuned retriever out-of-domain (UltraTool {metric}, Table 3)",
-        o > t if None not in (o, t) else None, f"Ours {fmt(o)} vs ToolRetriever {fmt(t)}",
-        [p_of("3", "UltraTool", "Ours", baseline("3", "UltraTool"))])
+    row("out-of-domain", f"feedback beats the fine-tuned retriever out-of-domain (UltraTool {metric}, Table 3)",
+        f"Ours {fmt(o)} vs ToolRetriever {fmt(t)}", [(o, t)], [p_of("3", "UltraTool", "Ours", baseline("3", "UltraTool"))])
     # the paper's rows T = 1..3 (not our T=0 and stopping-rule rows)
     rounds = sorted({m for m in values[values.table == "5"].method if re.fullmatch(r"Ours \(T=[1-9]\d*\)", m)},
                     key=lambda m: int(m.split("T=")[1].rstrip(")")))
     r = [val("5", "I2", m) for m in rounds]
-    ok = None if len(r) < 2 or None in r else all(b > a for a, b in zip(r, r[1:]))
-    row(f"{metric} rises with every round (Table 5)", ok, " → ".join(f"{m.split('(')[1].rstrip(')')} {fmt(x)}"
-                                                                      for m, x in zip(rounds, r)) or "no round yet",
+    row("rounds", f"{metric} rises with every round (Table 5)",
+        " → ".join(f"{m.split('(')[1].rstrip(')')} {fmt(x)}" for m, x in zip(rounds, r)) or "no round yet",
+        list(zip(r[1:], r)) if len(r) >= 2 else [(None, None)],
         [p_of("5", "I2", b, a) for a, b in zip(rounds, rounds[1:])])
     sec = [val("5", "I2", m, "seconds_per_instruction") for m in rounds]
     extra = [b - a for a, b in zip([0.0] + sec, sec)] if sec and None not in sec else []
-    row("each further round costs fewer extra LLM seconds per instruction (Table 5)",
-        all(b < a for a, b in zip(extra, extra[1:])) if len(extra) >= 2 else None,
-        " → ".join(f"+{x:.2f}s" for x in extra) or "no round yet")
+    row("round cost", "each further round costs fewer extra LLM seconds per instruction (Table 5)",
+        " → ".join(f"+{x:.2f}s" for x in extra) or "no round yet",
+        list(zip(extra, extra[1:])) if len(extra) >= 2 else [(None, None)], unit="seconds")
     abl = {m: val("4", "I2", m) for m in ("w/o warm-up", "w/o hard-negative", "w/o joint & hard-neg")}
     ours4 = val("4", "I2", "Ours")
-    ok = None if ours4 is None or None in abl.values() else all(x < ours4 for x in abl.values())
-    row(f"removing warm-up, hard negatives, or joint loss and hard negatives lowers {metric} (Table 4)", ok,
+    row("ablations", f"removing warm-up, hard negatives, or joint loss and hard negatives lowers {metric} (Table 4)",
         f"Ours {fmt(ours4)}; " + ", ".join(f"{m} {fmt(x)}" for m, x in abl.items()),
-        [p_of("4", "I2", "Ours", m) for m in abl])
+        [(ours4, x) for x in abl.values()], [p_of("4", "I2", "Ours", m) for m in abl])
     bases = ("BERT", "RoBERTa")
     per_base = {x: (val("6", "I2", f"Ours ({x}-based)"), val("6", "I2", f"ToolRetriever ({x}-based)")) for x in bases}
-    failed = any(None not in (o, t) and o <= t for o, t in per_base.values())
-    row(f"feedback beats the fine-tuned retriever of the same base, with both bases (Table 6, {metric})",
-        False if failed else all(o > t for o, t in per_base.values())
-        if all(None not in v for v in per_base.values()) else None,
+    row("same base", f"feedback beats the fine-tuned retriever of the same base, with both bases (Table 6, {metric})",
         "; ".join(f"{x}-class: Ours {fmt(o)} vs ToolRetriever {fmt(t)}" for x, (o, t) in per_base.items()),
+        list(per_base.values()),
         [p_of("6", "I2", f"Ours ({x}-based)", f"ToolRetriever ({x}-based)") for x in bases])
     # decided on Ours (the paper's text); the two ToolRetrievers, fine-tuned without feedback, are evidence beside it
     b, rb = val("6", "I2", "Ours (BERT-based)"), val("6", "I2", "Ours (RoBERTa-based)")
-    row(f"the RoBERTa-class base beats the BERT-class one (Table 6; here mpnet vs MiniLM, {metric})",
-        rb > b if None not in (b, rb) else None,
+    tr = p_of("6", "I2", "ToolRetriever (RoBERTa-based)", "ToolRetriever (BERT-based)")
+    row("roberta > bert", f"the RoBERTa-class base beats the BERT-class one (Table 6; here mpnet vs MiniLM, {metric})",
         "; ".join(f"{who}: BERT-class {fmt(val('6', 'I2', f'{who} (BERT-based)'))}, RoBERTa-class "
-                  f"{fmt(val('6', 'I2', f'{who} (RoBERTa-based)'))}" for who in ("Ours", "ToolRetriever")),
-        [p_of("6", "I2", f"{who} (RoBERTa-based)", f"{who} (BERT-based)") for who in ("Ours", "ToolRetriever")])
-    # every planned size (None: missing or still being traced): "yes" needs them all; one size at or above 768
-    # decides "no" before the others are traced
+                  f"{fmt(val('6', 'I2', f'{who} (RoBERTa-based)'))}" for who in ("Ours", "ToolRetriever"))
+        + (f"; ToolRetriever RoBERTa- vs BERT-class {tr['diff']:+.3f} (p={tr['p']:.3f})" if tr else ""),
+        [(rb, b)], [p_of("6", "I2", "Ours (RoBERTa-based)", "Ours (BERT-based)")])
+    # 768 against the best other size (a tie is within noise, never "best"); pending until every size is traced
     from toolkit.feedback.experiment import CONDITIONS
     d768 = "Ours (dim=768)"
     sizes = {m: val("7", "I2", m) for m in CONDITIONS["7"]}
     known = {m: x for m, x in sizes.items() if x is not None}
     rival = max((m for m in known if m != d768), key=known.get) if d768 in known and len(known) > 1 else None
-    beaten = rival is not None and known[rival] >= known[d768]
-    row(f"embedding size 768 is the best of Table 7's sizes ({metric})",
-        False if beaten else True if len(known) == len(sizes) else None,
+    row("dim 768", f"embedding size 768 is the best of Table 7's sizes ({metric})",
         ", ".join(f"{m.split('=')[1].rstrip(')')} {fmt(x)}" for m, x in sizes.items()),
-        [p_of("7", "I2", d768, rival)] if rival else [])
-    return pd.DataFrame(out, columns=["claim", "holds", "evidence", "p", "tests"])
+        [(known.get(d768), known[rival] if rival else None)], [p_of("7", "I2", d768, rival)] if rival else [],
+        pending=len(known) < len(sizes))
+    cols = ["claim", "here", "basis", "evidence", "p", "tests", "main", "ours", "ci", "condition", "explained_by",
+            "key", "unit"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def condition_of(llm: str, setup: str) -> str:
+    """What differs from the paper in the component the claims rest on: the feedback LLM (``llm``, a
+    :mod:`toolkit.llm.models` name) and its step (``setup``), against the paper's gpt-3.5-turbo-0125."""
+    from toolkit.llm import models
+    try:
+        m = models.lookup(llm)
+        name = f"{m.hf_id.split('/')[-1]} {m.model_id.rsplit('-', 1)[-1].upper()}"
+    except (KeyError, ValueError):
+        name = llm
+    return f"LLM {name}, {setup} (paper: gpt-3.5-turbo-0125); retriever MiniLM (paper: BERT-base)"
+
+
+def claim_controls(decomposition: list[dict], llm_scale: list[dict] | None = None, metric: str = "ndcg@5",
+                   alpha: float = 0.05) -> dict[str, tuple[list[dict], str]]:
+    """The control rows that can account for each claim of :func:`claims` (key of :data:`CLAIM_KEYS`) ->
+    ``(rows, conclusion)``, read from the notebook's paired decompositions (``decomposition``:
+    :func:`toolkit.feedback.controls.decomposition` records of the setup's traces, per set) and the LLM-scale
+    comparisons on the I2 sample (``llm_scale``, fair LLM step):
+
+    - the **oracle** in the same loop (the ceiling of good feedback with this retriever) and the **larger LLM
+      minus the next smaller** one: both positive and resolved (p < ``alpha``) -> "LLM-limited";
+    - the **loop part** (Ours - Ours (T=0)) and **training part** (Ours (T=0) - ToolRetriever) of the gap, per set.
+
+    A claim with no control of its own (the round cost, the bases, the sizes) gets none: "not explained"."""
+    from toolkit.claims import control
+    rows = [r for r in (decomposition or []) if r.get("metric") == metric]
+    scale = [r for r in (llm_scale or []) if r.get("metric") == metric]
+
+    def part(name, s):
+        r = next((r for r in rows if r["part"] == name and r["set"] == s), None)
+        return None if r is None else control(f"{name} ({s})", r["diff"], r["p"], r["n"])
+
+    oracle = next((r for r in scale if r["part"].startswith("oracle - ToolRetriever")), None)
+    steps = [r for r in scale if " - loop" not in r["part"] and not r["part"].startswith(("oracle", "loop"))]
+    llm = ([control(f"oracle feedback - ToolRetriever, same loop ({oracle['set']})", oracle["diff"], oracle["p"],
+                    oracle["n"])] if oracle else []) + \
+          [control(f"LLM {r['part']} ({r['set']})", r["diff"], r["p"], r["n"]) for r in steps]
+    limited = bool(oracle and steps and oracle["diff"] > 0 and oracle["p"] < alpha
+                   and any(r["diff"] > 0 and r["p"] < alpha for r in steps))
+    why = "LLM-limited (good feedback helps, a larger LLM helps)" if limited else ""
+    loop_train = {s: [part("loop part", s), part("training part", s)] for s in ("I1", "I2", "I3", "UltraTool")}
+    return {
+        "every group": ([*llm, *loop_train["I1"], *loop_train["I2"], *loop_train["I3"]], why),
+        "gain I2 > I1": ([*llm, *loop_train["I1"], *loop_train["I2"]], why),
+        "out-of-domain": ([*llm, *loop_train["UltraTool"]], why),
+        "rounds": ([*llm, part("loop part", "I2")], why),
+        "ablations": ([part("training part", "I2")], ""),
+        "same base": (llm, why),
+    }
 
 
 def claims_by_setup(setups: dict[str, pd.DataFrame], paper: pd.DataFrame | None = None,
-                    metric: str = "ndcg@5") -> pd.DataFrame:
+                    metric: str = "ndcg@5", controls: dict[str, dict] | None = None,
+                    conditions: dict[str, str] | None = None) -> pd.DataFrame:
     """:func:`claims` judged on each setup's values (``{"fair LLM": values, "capped LLM": values}``, each
     :func:`toolkit.feedback.collect.collect`'s long table): one row per claim and setup, a claim's rows together in
-    the setups' order, so a reader sees what changed. ``paper``: the paper's own values (:func:`paper_values`), whose
-    verdict fills column ``paper``. Columns: claim, setup, paper, here, evidence, p, tests."""
+    the setups' order, so a reader sees what changed. ``paper``: the paper's own values (:func:`paper_values`), judged
+    by direction, whose verdict and main difference fill ``paper`` and ``paper_number``. ``controls`` /
+    ``conditions``: per setup, :func:`claim_controls` and :func:`condition_of`. The first setup is the headline
+    (``headline`` True: the suite's counts read it)."""
+    from toolkit.claims import with_paper
     if not setups:
         raise ValueError("claims_by_setup needs at least one setup's values")
+    on_paper = claims(paper, metric).to_dict("records") if paper is not None else None
     frames = []
-    for name, values in setups.items():
-        frames.append(claims(values, metric).rename(columns={"holds": "here"})
-                      .assign(setup=name, order=lambda d: range(len(d))))
+    for i, (name, values) in enumerate(setups.items()):
+        rows = claims(values, metric, (controls or {}).get(name), (conditions or {}).get(name, "")).to_dict("records")
+        rows = with_paper(rows, on_paper) if on_paper is not None else [{**r, "paper": "", "paper_number": None}
+                                                                         for r in rows]
+        frames.append(pd.DataFrame(rows).assign(setup=name, headline=i == 0, order=lambda d: range(len(d))))
     out = pd.concat(frames, ignore_index=True).sort_values("order", kind="stable")
-    out["paper"] = "" if paper is None else out.order.map(claims(paper, metric).holds)
-    return out[["claim", "setup", "paper", "here", "evidence", "p", "tests"]].reset_index(drop=True)
+    return out.drop(columns="order").reset_index(drop=True)
+
+
+def judged_claims(fair_values: pd.DataFrame, capped_values: pd.DataFrame, paper_numbers: pd.DataFrame, llm: str,
+                  fair_decomposition: list[dict], capped_decomposition: list[dict], llm_scale: list[dict],
+                  metric: str = "ndcg@5") -> pd.DataFrame:
+    """Notebook 30's claims cell: :func:`claims_by_setup` on the fair LLM step (the headline) and the capped first
+    run, each with its condition (:func:`condition_of`) and controls (:func:`claim_controls`), beside the paper's
+    printed Tables 2-7 (:func:`paper_values`)."""
+    setups = {"fair LLM": fair_values, "capped LLM": capped_values}
+    return claims_by_setup(setups, paper_values(paper_numbers), metric,
+                           controls={"fair LLM": claim_controls(fair_decomposition, llm_scale, metric),
+                                     "capped LLM": claim_controls(capped_decomposition, llm_scale, metric)},
+                           conditions={"fair LLM": condition_of(llm, "fair LLM step (answers held by their caps)"),
+                                       "capped LLM": condition_of(llm, "first run, answers cut at tight caps")})
 
 
 def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:

@@ -77,6 +77,10 @@ _SMOL = LocalModel(
 
 MODELS: dict[str, LocalModel] = {m.model_id: m for m in (_QWEN15, _QWEN05, _SMOL)}
 
+# Parameters of each local model (the model cards: Qwen2.5-Coder-1.5B 1.54B, -0.5B 0.49B, SmolLM2-135M 135M): the
+# x axis of the LLM-size trends. Quantisation changes the bits per weight, not their number.
+PARAMETERS: dict[str, float] = {_QWEN15.model_id: 1.54e9, _QWEN05.model_id: 0.49e9, _SMOL.model_id: 0.135e9}
+
 ALIASES: dict[str, str] = {
     "qwen-1.5b": _QWEN15.model_id,
     "qwen2.5-coder-1.5b": _QWEN15.model_id,

@@ -310,36 +310,43 @@ def record_table3_settings(rec, align_cfg, rows) -> None:
 # The paper's claims, checked on this run
 # --------------------------------------------------------------------------------------------
 
+CLAIM_KEYS = ("sft best in-domain", "alignment best out-of-domain", "zero-shot below utterance",
+              "utterance helps zero-shot", "utterance helps fine-tuned less in-domain", "reward rises",
+              "in-domain rises", "out-of-domain peaks", "ablation 3", "ablation 4", "ablation 5")
+
+
 def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
-           sample_sizes: dict[str, int], metric: str = "recall@5") -> pd.DataFrame:
-    """The paper's claims (§4.4, App. B.1, Fig. 4) on this run, one row each: ``holds`` is yes / no,
-    or pending while an input is incomplete (a method not answered on every request of the LLM
-    sample ``sample_sizes[dataset]``, fewer than ``iterations`` complete alignment iterations).
-    ``values`` must already hold the reported ``Alignment`` rows (:func:`with_reported_alignment`).
+           sample_sizes: dict[str, int], metric: str = "recall@5", controls: dict | None = None,
+           condition: str = "", alpha: float = 0.05) -> pd.DataFrame:
+    """The paper's claims (§4.4, App. B.1, Fig. 4) on this run, one row each, judged by
+    :func:`toolkit.claims.record` (held / not held / within noise; pending while an input is incomplete: a method
+    not answered on every request of the LLM sample ``sample_sizes[dataset]``, fewer than ``iterations`` complete
+    alignment iterations). ``values`` must already hold the reported ``Alignment`` rows
+    (:func:`with_reported_alignment`).
 
     1. SFT is the best method in-domain; 2. alignment is the best out-of-domain (Table 1, on the
-    same requests, the utterance appended); 3. zero-shot is below the utterance on both test sets;
-    4. appending the utterance helps zero-shot on both sets and 5. helps SFT and alignment less
-    in-domain than out-of-domain (Table 2, App. B.1); 6. the mean draft reward rises at every
-    iteration; 7. in-domain ``metric`` rises at every iteration; 8. out-of-domain ``metric`` peaks
-    before the last iteration (Fig. 4, §4.4).
+    same requests, the utterance appended; the named method against the best other one); 3. zero-shot is below the
+    utterance on both test sets; 4. appending the utterance helps zero-shot on both sets and 5. helps SFT and
+    alignment less in-domain than out-of-domain (Table 2, App. B.1; by direction: a difference of differences);
+    6. the mean draft reward rises at every iteration (by direction); 7. in-domain ``metric`` rises at every
+    iteration; 8. out-of-domain ``metric`` peaks before the last iteration (Fig. 4, §4.4: the peak against the last).
 
-    Column ``p``: the two-sided randomization p-value (:mod:`toolkit.significance`) of each paired
-    comparison the verdict rests on, when ``values`` has a ``per_query`` column: claims 1-2 the named
-    method against the best other one, 3-4 the two conditions on each set, 7 every consecutive pair
-    of iterations, 8 the peak against the last iteration; blank where the claim is not one paired
-    difference (5, 6). Column ``tests``: the same comparisons as data (:func:`toolkit.significance.compared`).
+    Every comparison is oriented as claimed (a > b; :func:`toolkit.claims.oriented`), its paired randomization
+    test when ``values`` has a ``per_query`` column, else (the paper's numbers) judged by direction.
+    ``controls``: claim key (:data:`CLAIM_KEYS`) -> ``(control rows, conclusion)`` (:func:`claim_controls`).
 
     :func:`paper_values` turns the paper's Tables 1-2 into the same long table, so claims 1-5 can be
     checked on the paper's own numbers (the paper prints no values for Figure 4)."""
-    from toolkit.significance import compared_on_common, p_text
+    from toolkit.claims import oriented, record
+    from toolkit.significance import compared_on_common
     IN, OUT = "querygen-in-domain", "querygen-out-of-domain"
     rows = []
+    controls = controls or {}
 
-    def row(claim, holds, evidence, tests=()):
-        tests = [t for t in tests if t] if holds != "pending" else []
-        rows.append({"claim": claim, "holds": holds if holds == "pending" else ("yes" if holds else "no"),
-                     "evidence": evidence, "p": p_text(tests), "tests": tests})
+    def row(key, claim, evidence, pairs, tests=(), pending=False):
+        ctl, conclusion = controls.get(key, ((), ""))
+        rows.append(record(claim, tests, pairs, evidence, condition=condition, controls=ctl, conclusion=conclusion,
+                           pending=pending or any(None in p for p in pairs), alpha=alpha, key=key))
 
     def cell(method, ds, utterance=True):
         v = values[(values.dataset == ds) & (values.method == method) & (values.utterance == utterance)
@@ -353,7 +360,7 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
         return None if c is None else float(c.value)
 
     def p_of(label, a, b):
-        """the paired test of cells a, b (method, ds, utterance); None without per-query values"""
+        """the paired test of cells a, b (method, ds, utterance), a > b claimed; None without per-query values"""
         ca, cb = cell(*a), cell(*b)
         if ca is None or cb is None or "per_query" not in values:
             return None
@@ -365,55 +372,109 @@ def claims(values: pd.DataFrame, history: list[dict], complete, iterations: int,
     def short(ds):
         return ds.split("-", 1)[1]
 
-    for ds, label, winner in ((IN, "in-domain", "SFT"), (OUT, "out-of-domain", "Alignment")):
+    for key, ds, label, winner in (("sft best in-domain", IN, "in-domain", "SFT"),
+                                   ("alignment best out-of-domain", OUT, "out-of-domain", "Alignment")):
         d = {m: val(m, ds) for m in METHODS}
-        ok = "pending" if None in d.values() else max(d, key=d.get) == winner
-        p = None
-        if ok != "pending":
-            other = max((m for m in METHODS if m != winner), key=d.get)
-            p = p_of(f"{winner} vs {other}", (winner, ds), (other, ds))
-        row(f"{winner} is the best method {label} ({metric})", ok, fmt(d), [p])
+        pend = None in d.values()
+        other = None if pend else max((m for m in METHODS if m != winner), key=d.get)
+        row(key, f"{winner} is the best method {label} ({metric})", fmt(d),
+            [(d[winner], None if pend else d[other])],
+            [] if pend else [p_of(f"{winner} vs {other}", (winner, ds), (other, ds))])
     d = {(ds, m): val(m, ds) for ds in (IN, OUT) for m in ("Utterance", "Zero-Shot")}
-    ok = "pending" if None in d.values() else all(d[ds, "Zero-Shot"] < d[ds, "Utterance"] for ds in (IN, OUT))
-    row("zero-shot is below the utterance on both test sets", ok,
+    row("zero-shot below utterance", "zero-shot is below the utterance on both test sets",
         "; ".join(f"{short(ds)}: " + fmt({m: d[ds, m] for m in ("Utterance", "Zero-Shot")}) for ds in (IN, OUT)),
-        [p_of(short(ds), ("Zero-Shot", ds), ("Utterance", ds)) for ds in (IN, OUT)])
+        [(d[ds, "Utterance"], d[ds, "Zero-Shot"]) for ds in (IN, OUT)],
+        [p_of(f"{short(ds)}: Utterance vs Zero-Shot", ("Utterance", ds), ("Zero-Shot", ds)) for ds in (IN, OUT)])
     drops = {ds: {m: (None if val(m, ds, False) is None or val(m, ds) is None else val(m, ds, False) - val(m, ds))
                   for m in METHODS[1:]} for ds in (IN, OUT)}
 
     def drop_text(methods):
         return "; ".join(f"{short(ds)}: " + ", ".join(
             f"{m} {dd[m]:+.3f}" if dd[m] is not None else f"{m} pending" for m in methods) for ds, dd in drops.items())
-    zs = [drops[ds]["Zero-Shot"] for ds in (IN, OUT)]
-    row("appending the utterance helps zero-shot on both test sets (Table 2: dropping it lowers it)",
-        "pending" if None in zs else all(x < 0 for x in zs), drop_text(["Zero-Shot"]),
-        [p_of(short(ds), ("Zero-Shot", ds, False), ("Zero-Shot", ds)) for ds in (IN, OUT)])
-    ft = [drops[ds][m] for ds in (IN, OUT) for m in ("SFT", "Alignment")]
-    row("the utterance helps SFT and alignment less in-domain than out-of-domain (Table 2)",
-        "pending" if None in ft else all(drops[IN][m] > drops[OUT][m] for m in ("SFT", "Alignment")),
-        drop_text(["SFT", "Alignment"]))
+    row("utterance helps zero-shot",
+        "appending the utterance helps zero-shot on both test sets (Table 2: dropping it lowers it)",
+        drop_text(["Zero-Shot"]), [(val("Zero-Shot", ds), val("Zero-Shot", ds, False)) for ds in (IN, OUT)],
+        [p_of(f"{short(ds)}: Zero-Shot with vs without the utterance", ("Zero-Shot", ds), ("Zero-Shot", ds, False))
+         for ds in (IN, OUT)])
+    row("utterance helps fine-tuned less in-domain",
+        "the utterance helps SFT and alignment less in-domain than out-of-domain (Table 2)",
+        drop_text(["SFT", "Alignment"]), [(drops[IN][m], drops[OUT][m]) for m in ("SFT", "Alignment")])
     means = [h["mean"] for h in sorted(history, key=lambda h: h["iteration"])]
-    ok = "pending" if len(means) < iterations else all(b > a for a, b in zip(means, means[1:]))
-    row("the mean draft reward rises at every iteration (Fig. 4, right)", ok,
-        " → ".join(f"{m:.3f}" for m in means) or "no iteration yet")
+    row("reward rises", "the mean draft reward rises at every iteration (Fig. 4, right)",
+        " → ".join(f"{m:.3f}" for m in means) or "no iteration yet",
+        list(zip(means[1:], means)) if len(means) > 1 else [(None, None)], pending=len(means) < iterations)
     f = fig4(values, metric)
     f = f[f.index.isin(list(complete))] if not f.empty else f
     done = len(f) >= iterations and len(f) > 1
     its = list(f.index)
-    steps = list(zip(its, its[1:]))
-    for ds, claim, test, pairs in (
-            (IN, f"in-domain {metric} rises at every iteration (Fig. 4)",
-             lambda s: all(b > a for a, b in zip(s, s[1:])), lambda s: steps),
-            (OUT, f"out-of-domain {metric} peaks before the last iteration (Fig. 4)",
-             lambda s: max(range(len(s)), key=lambda i: (s[i], -i)) < len(s) - 1,
-             # the peak against the last iteration; when the last is the peak, the best earlier one against it
-             lambda s: [(its[max(range(len(s) - 1), key=lambda i: (s[i], -i))], its[-1])])):
-        s = list(f[ds]) if ds in f else []
-        p = [p_of(f"it{a} vs it{b}", (f"Alignment it{a}", ds), (f"Alignment it{b}", ds))
-             for a, b in pairs(s) if a != b] if done else []
-        row(claim, test(s) if done else "pending",
-            " → ".join(f"it{it} {x:.3f}" for it, x in zip(f.index, s)) or "no complete iteration yet", p)
-    return pd.DataFrame(rows, columns=["claim", "holds", "evidence", "p", "tests"])
+    for key, ds, claim in (("in-domain rises", IN, f"in-domain {metric} rises at every iteration (Fig. 4)"),
+                           ("out-of-domain peaks", OUT, f"out-of-domain {metric} peaks before the last iteration "
+                                                        "(Fig. 4)")):
+        s_ = list(f[ds]) if ds in f else []
+        ev = " → ".join(f"it{it} {x:.3f}" for it, x in zip(f.index, s_)) or "no complete iteration yet"
+        if not done or not s_:
+            row(key, claim, ev, [(None, None)], pending=True)
+            continue
+        if key == "in-domain rises":      # every later iteration above the one before
+            steps = list(zip(its[1:], its))
+        else:                              # the best earlier iteration above the last
+            steps = [(its[max(range(len(s_) - 1), key=lambda i: (s_[i], -i))], its[-1])]
+        at = dict(zip(its, s_))
+        row(key, claim, ev, [(at[a], at[b]) for a, b in steps],
+            [p_of(f"it{a} vs it{b}", (f"Alignment it{a}", ds), (f"Alignment it{b}", ds)) for a, b in steps])
+    return pd.DataFrame(rows)
+
+
+def condition_of(cfg) -> str:
+    """What differs from the paper in the component the claims rest on: the generators and zero-shot model of the
+    40_querygen configuration ``cfg`` (paper: LLaMA-13B zero-shot, 13B fine-tuned generators on GPUs)."""
+    return (f"generators {cfg.generator_base} (SFT, alignment) and zero-shot {cfg.zero_shot_model}, fine-tuned on CPU "
+            f"with {cfg.align.n_drafts} drafts per request, {cfg.test_requests} test requests per set "
+            "(paper: 13B LLaMA models on GPUs)")
+
+
+def claim_controls(values: pd.DataFrame, bound_values: pd.DataFrame, gaps: pd.DataFrame, metric: str = "recall@5",
+                   alpha: float = 0.05) -> dict[str, tuple[list[dict], str]]:
+    """The control rows that can account for the Table 1-2 and Figure 4 claims of :func:`claims` (key of
+    :data:`CLAIM_KEYS`) -> ``(rows, conclusion)``: per test set, the ceiling of generated text (the
+    :data:`toolkit.querygen.bounds.ORACLE_DESCRIPTIONS` row: the gold tools' descriptions as the query) minus the
+    utterance, paired over the LLM sample, and the share of that gap SFT and alignment close
+    (:func:`toolkit.querygen.bounds.gap_table`). A resolved ceiling (p < ``alpha``) that the generators close
+    less than half of -> "generator-limited: good descriptions would help, ours do not reach them"."""
+    from toolkit.claims import control
+    from toolkit.querygen.bounds import ORACLE_DESCRIPTIONS
+    from toolkit.significance import compared_on_common
+
+    def cell(v, method, ds):
+        c = v[(v.dataset == ds) & (v.method == method) & v.utterance & (v.metric == metric) & (v["sample"] == "llm")]
+        return c.iloc[0] if len(c) else None
+
+    out, limited = {}, {}
+    for ds in ("querygen-in-domain", "querygen-out-of-domain"):
+        short = ds.split("-", 1)[1]
+        ceil, utt = cell(bound_values, ORACLE_DESCRIPTIONS, ds), cell(values, "Utterance", ds)
+        t = None if ceil is None or utt is None or "per_query" not in values else \
+            compared_on_common("ceiling", ceil.per_query, utt.per_query)
+        rows = [control(f"{short}: oracle descriptions - utterance ({metric})", t["diff"] if t else None,
+                        t["p"] if t else None, t["n"] if t else None)]
+        g = gaps[(gaps.dataset == ds) & (gaps.ceiling == ORACLE_DESCRIPTIONS) & (gaps.metric == metric)] \
+            if len(gaps) else gaps
+        shares = {}
+        for m in ("SFT", "Alignment"):
+            r = g[g.method == m] if len(g) else g
+            if len(r) and pd.notna(r.share.iloc[0]):
+                shares[m] = float(r.share.iloc[0])
+                rows.append(control(f"{short}: share of that gap {m} closes", shares[m], None, int(r.n.iloc[0])))
+        out[ds] = rows
+        limited[ds] = bool(t and t["diff"] > 0 and t["p"] < alpha and shares and max(shares.values()) < 0.5)
+    why = {ds: "generator-limited: good descriptions would help, ours do not reach them" if limited[ds] else ""
+           for ds in out}
+    ins, outs = "querygen-in-domain", "querygen-out-of-domain"
+    both = [*out[ins], *out[outs]]
+    return {"sft best in-domain": (out[ins], why[ins]), "alignment best out-of-domain": (out[outs], why[outs]),
+            "zero-shot below utterance": (both, ""), "utterance helps zero-shot": (both, ""),
+            "utterance helps fine-tuned less in-domain": (both, ""),
+            "in-domain rises": (out[ins], why[ins]), "out-of-domain peaks": (out[outs], why[outs])}
 
 
 def paper_values(paper_numbers: pd.DataFrame) -> pd.DataFrame:
@@ -440,17 +501,20 @@ ABLATION_CLAIMS = {
 
 
 def ablation_claims(deltas: pd.DataFrame, values: pd.DataFrame | None = None, metric: str = "recall@5",
-                    datasets=("querygen-in-domain", "querygen-out-of-domain")) -> pd.DataFrame:
-    """The paper's reading of its ablations (Tables 3-5), one row per table: each table's first row (the
-    baseline) is above every other row on both test sets. ``deltas``: columns table, dataset, method,
-    metric (``delta_<metric>``), delta (each row minus the baseline: :func:`ablation_table` with a
-    ``table`` column, or the paper's printed deltas). A table with a row or set missing is pending.
+                    datasets=("querygen-in-domain", "querygen-out-of-domain"), condition: str = "",
+                    alpha: float = 0.05) -> pd.DataFrame:
+    """The paper's reading of its ablations (Tables 3-5), one row per table, judged by
+    :func:`toolkit.claims.record`: each table's first row (the baseline) is above every other row on both test sets.
+    ``deltas``: columns table, dataset, method, metric (``delta_<metric>``), delta (each row minus the baseline:
+    :func:`ablation_table` with a ``table`` column, or the paper's printed deltas). A table with a row or set
+    missing is pending.
 
     With ``values`` (:func:`toolkit.querygen.experiment.evaluate_conditions` of the ablation methods,
-    ``per_query`` column) each comparison of a row with its baseline gets its randomization test
-    (columns ``p`` and ``tests``, as in :func:`claims`)."""
+    ``per_query`` column) each comparison of the baseline with a row gets its randomization test; without them
+    (the paper's deltas) a table is judged by direction."""
+    from toolkit.claims import record
     from toolkit.querygen.alignment import ABLATION_TABLES as settings
-    from toolkit.significance import compared_on_common, p_text
+    from toolkit.significance import compared_on_common
     d = deltas[deltas.metric == f"delta_{metric}"].set_index(["table", "dataset", "method"]).delta
 
     def test(table, row, ds):
@@ -461,21 +525,45 @@ def ablation_claims(deltas: pd.DataFrame, values: pd.DataFrame | None = None, me
                        for r in (list(settings[table])[0], row))
         if not len(base) or not len(other):
             return None
-        return compared_on_common(f"{row} vs baseline {ds.split('-', 1)[1]}", other.iloc[0], base.iloc[0])
+        return compared_on_common(f"baseline vs {row} {ds.split('-', 1)[1]}", base.iloc[0], other.iloc[0])
 
     rows = []
     for table, rows_ in settings.items():
         others = list(rows_)[1:]
         got = {(ds, r): d.get((table, ds, r)) for ds in datasets for r in others}
         done = None not in got.values()
-        tests = [t for t in (test(table, r, ds) for ds in datasets for r in others) if t] if done else []
-        rows.append({"claim": ABLATION_CLAIMS[table].format(m=metric.replace("recall", "Recall")),
-                     "holds": ("yes" if all(x < 0 for x in got.values()) else "no") if done else "pending",
-                     "evidence": "; ".join(f"{ds.split('-', 1)[1]}: " + ", ".join(
-                         f"{r} {'pending' if got[ds, r] is None else f'{got[ds, r]:+.3f}'}" for r in others)
-                         for ds in datasets),
-                     "p": p_text(tests), "tests": tests})
-    return pd.DataFrame(rows, columns=["claim", "holds", "evidence", "p", "tests"])
+        tests = [test(table, r, ds) for ds in datasets for r in others] if done else []
+        rows.append(record(ABLATION_CLAIMS[table].format(m=metric.replace("recall", "Recall")),
+                           [t for t in tests if t] if all(tests) else [],
+                           [(0.0, got[k]) for k in got] if done else [(None, None)],
+                           "; ".join(f"{ds.split('-', 1)[1]}: " + ", ".join(
+                               f"{r} {'pending' if got[ds, r] is None else f'{got[ds, r]:+.3f}'}" for r in others)
+                               for ds in datasets),
+                           condition=condition, pending=not done, alpha=alpha, key=f"ablation {table}"))
+    return pd.DataFrame(rows)
+
+
+def judged_claims(values: pd.DataFrame, history: list[dict], complete, cfg, sample_sizes: dict[str, int],
+                  abl_deltas: pd.DataFrame, abl_values: pd.DataFrame | None, paper_numbers: pd.DataFrame,
+                  bound_values: pd.DataFrame, gaps: pd.DataFrame, metric: str = "recall@5") -> list[dict]:
+    """Notebook 40's claims cell: :func:`claims` and :func:`ablation_claims` on this run, with the condition
+    (:func:`condition_of`) and controls (:func:`claim_controls`), beside the same claims judged on the paper's
+    Tables 1-5 by direction (:func:`toolkit.claims.with_paper`; Figure 4 has no printed values: "stated (§4.4), no
+    values printed")."""
+    from toolkit.claims import with_paper
+    cond = condition_of(cfg)
+    ours = pd.concat([claims(values, history, complete, cfg.align.iterations, sample_sizes, metric,
+                             claim_controls(values, bound_values, gaps, metric), cond),
+                      ablation_claims(abl_deltas, abl_values, metric, condition=cond)], ignore_index=True)
+    paper_deltas = paper_numbers[paper_numbers.table.isin(["3", "4", "5"])].rename(columns={"value": "delta"})
+    on_paper = pd.concat([claims(paper_values(paper_numbers), [], [], cfg.align.iterations,
+                                 {n: 1 for n in sample_sizes}, metric),
+                          ablation_claims(paper_deltas, metric=metric)], ignore_index=True)
+    rows = with_paper(ours.to_dict("records"), on_paper.to_dict("records"))
+    for r, p in zip(rows, on_paper.to_dict("records")):
+        if p["here"] == "pending":
+            r["paper"] = "stated (§4.4), no values printed"
+    return rows
 
 
 # --------------------------------------------------------------------------------------------

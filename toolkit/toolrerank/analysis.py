@@ -153,28 +153,39 @@ def find_case(c: Candidates, baseline: str, cfg: ToolRerankConfig, top: int = 5,
                                       "toolrerank_rank": best[4]}
 
 
+CLAIM_KEYS = ("reranking", "toolrerank", "fig1a", "truncation", "har", "extended")
+
+
 def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[dict] | None = None,
-           metric: str = "recall@5", per_query: Mapping | None = None) -> list[dict]:
+           metric: str = "recall@5", per_query: Mapping | None = None, controls: Mapping | None = None,
+           condition: str = "", alpha: float = 0.05) -> list[dict]:
     """The paper's claims checked on one set of tables (``{method: {subset/average: {metric: v}}}``, as
-    the notebook builds them; the paper's own numbers in the same layout give the paper's column).
+    the notebook builds them; the paper's own numbers in the same layout give the paper's column), each judged
+    by :func:`toolkit.claims.record` (held / not held / within noise / pending):
 
     1. reranking helps (§4.2): every Rerank-m above DPR on the all-average;
-    2. ToolRerank beats every Rerank-m (Table 3);
-    3. fewer candidates for seen tools, more for unseen (Figure 1(a)): the best m is smaller for seen;
+    2. ToolRerank beats every Rerank-m (Table 3; tested against the best Rerank-m);
+    3. fewer candidates for seen tools, more for unseen (Figure 1(a)): the best m is smaller for seen (by
+       direction: a curve's best m has no per-query test);
     4. m_s < m_u beats equal and reversed (Table 5): best row of each relation;
     5. HAR helps when its algorithm matches the query type (Table 6): Algorithm 1 raises the
-       single-tool average, Algorithm 2 does not lower the multi-tool one;
-    6. the extended list helps only for unseen tools (Table 7): unseen-only is the best row.
+       single-tool average, Algorithm 2 raises the multi-tool one;
+    6. the extended list helps only for unseen tools (Table 7): unseen-only above the best other row (a tie
+       is within noise, never "best").
     Rows whose inputs are missing (e.g. the paper has no Figure 1(a) numbers) are left out.
 
-    With ``per_query`` (``{row label: {subset: {qid: metric}}}``, filled by :func:`tables.table3` ... ``table7``) each row gets
-    ``p``: the randomization p-value (:func:`toolkit.significance.macro_paired_randomization`, on the
-    average the claim reads) of each comparison its verdict rests on; blank for Figure 1(a). ``tests``: the
-    same comparisons as data (:func:`toolkit.significance.compared`)."""
-    from toolkit.significance import compared, p_text
+    With ``per_query`` (``{row label: {subset: {qid: metric}}}``, filled by :func:`tables.table3` ... ``table7``)
+    each comparison gets its paired randomization test on the average the claim reads
+    (:func:`toolkit.significance.compared`, the mean of per-subset means); without it (the paper's printed numbers)
+    a claim is judged by direction. ``controls``: claim key of :data:`CLAIM_KEYS` -> ``(control rows, conclusion)``
+    (:func:`tables.claim_controls`), the ``explained_by`` of a claim not held; ``condition``: what differs from the
+    paper (:data:`tables.CONDITION`)."""
+    from toolkit.claims import record
+    from toolkit.significance import compared
 
     from .splits import AVERAGES
     out = []
+    controls = controls or {}
 
     def p_of(a, b, avg="all-avg"):
         """the paired test of rows a, b on the macro average ``avg``; None without per-query values"""
@@ -185,9 +196,6 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
             return None
         return compared(f"{a} vs {b}", {g: per_query[a][g] for g in groups}, {g: per_query[b][g] for g in groups})
 
-    def ps(*items):
-        return [x for x in items if x]
-
     def v(t, m, col="all-avg"):
         try:
             x = t[m][col][metric]
@@ -195,30 +203,32 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
             return None
         return None if x is None or x != x else float(x)
 
-    def row(claim, holds, evidence, tests=()):
-        tests = [t for t in tests if t]
-        out.append({"claim": claim, "holds": "yes" if holds else "no", "evidence": evidence, "p": p_text(tests),
-                    "tests": tests})
+    def row(key, claim, evidence, pairs, tests=(), unit=""):
+        ctl, conclusion = controls.get(key, ((), ""))
+        out.append(record(claim, tests, pairs, evidence, condition=condition, controls=ctl, conclusion=conclusion,
+                          alpha=alpha, key=key, unit=unit))
 
     dpr, rr = v(t3, "DPR"), {m: v(t3, m) for m in ("Rerank-10", "Rerank-30", "Rerank-50")}
     tr = v(t3, "ToolRerank")
     if dpr is not None and None not in rr.values():
-        row("reranking helps (every Rerank-m > DPR, all-avg)", all(x > dpr for x in rr.values()),
+        row("reranking", "reranking helps (every Rerank-m > DPR, all-avg)",
             f"DPR {dpr:.3f}; " + ", ".join(f"{m} {x:.3f}" for m, x in rr.items()),
-            ps(*(p_of(m, "DPR") for m in rr)))
+            [(x, dpr) for x in rr.values()], [p_of(m, "DPR") for m in rr])
         if tr is not None:
             top = max(rr, key=rr.get)
-            row("ToolRerank > every Rerank-m (all-avg)", all(tr > x for x in rr.values()),
-                f"ToolRerank {tr:.3f} vs best Rerank-m {max(rr.values()):.3f}", [p_of("ToolRerank", top)])
+            row("toolrerank", "ToolRerank > every Rerank-m (all-avg)",
+                f"ToolRerank {tr:.3f} vs best Rerank-m {max(rr.values()):.3f}", [(tr, rr[top])],
+                [p_of("ToolRerank", top)])
     if fig_rows:
         best = {}
         for part in ("seen", "unseen"):
             pts = [(r["recall@5"], -int(r["m"])) for r in fig_rows if r["tools"] == part and r["m"] != "dpr"]
             if pts:
                 best[part] = -max(pts)[1]
-        if len(best) == 2:
-            row("fewer candidates for seen tools, more for unseen (Fig. 1a: best m seen < best m unseen)",
-                best["seen"] < best["unseen"], f"best m: seen {best['seen']}, unseen {best['unseen']}")
+        if len(best) == 2:   # claimed: best m unseen > best m seen
+            row("fig1a", "fewer candidates for seen tools, more for unseen (Fig. 1a: best m seen < best m unseen)",
+                f"best m: seen {best['seen']}, unseen {best['unseen']}", [(best["unseen"], best["seen"])],
+                unit="candidates")
     rel = {"<": [], "=": [], ">": []}
     for m in t5:
         ms, mu = (int(x) for x in m.split("m_s=")[1].split(")")[0].split(", m_u="))
@@ -227,26 +237,44 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
             rel["<" if ms < mu else "=" if ms == mu else ">"].append((x, m))
     if all(rel.values()):
         b = {k: max(x) for k, x in rel.items()}
-        row("m_s < m_u beats m_s = m_u and m_s > m_u (Table 5, best row of each)",
-            b["<"][0] > b["="][0] and b["<"][0] > b[">"][0],
+        row("truncation", "m_s < m_u beats m_s = m_u and m_s > m_u (Table 5, best row of each)",
             "; ".join(f"m_s{k}m_u best {x:.3f} {m.split(' ', 1)[1]}" for k, (x, m) in b.items()),
-            ps(p_of(b["<"][1], b["="][1]), p_of(b["<"][1], b[">"][1])))
+            [(b["<"][0], b["="][0]), (b["<"][0], b[">"][0])],
+            [p_of(b["<"][1], b["="][1]), p_of(b["<"][1], b[">"][1])])
     none_s, single_s = v(t6, "ToolRerank (none)", "single-avg"), v(t6, "ToolRerank (single)", "single-avg")
     none_m, multi_m = v(t6, "ToolRerank (none)", "multi-avg"), v(t6, "ToolRerank (multi)", "multi-avg")
     if None not in (none_s, single_s, none_m, multi_m):
-        row("HAR helps when it matches the query type (Alg. 1 on single-tool > none; Alg. 2 on multi-tool >= none)",
-            single_s > none_s and multi_m >= none_m,
+        row("har", "HAR helps when it matches the query type (Alg. 1 on single-tool > none; Alg. 2 on multi-tool > none)",
             f"single-avg none {none_s:.3f} -> Alg. 1 {single_s:.3f}; multi-avg none {none_m:.3f} -> Alg. 2 {multi_m:.3f}",
-            ps(p_of("ToolRerank (single)", "ToolRerank (none)", "single-avg"),
-               p_of("ToolRerank (multi)", "ToolRerank (none)", "multi-avg")))
+            [(single_s, none_s), (multi_m, none_m)],
+            [p_of("ToolRerank (single)", "ToolRerank (none)", "single-avg"),
+             p_of("ToolRerank (multi)", "ToolRerank (none)", "multi-avg")])
     ext = {m: v(t7, m, "single-avg") for m in t7}
     if ext and None not in ext.values():
-        top = max(ext, key=ext.get)
         claimed = next((m for m in ext if m.endswith("seen=no, unseen=yes)")), None)
-        rival = top if top != claimed else max((m for m in ext if m != claimed), key=ext.get, default=None)
-        row("extended list for unseen tools only is best (Table 7)", top == claimed,
-            "; ".join(f"{m.split('(')[1].rstrip(')')}: {x:.3f}" for m, x in ext.items()),
-            [p_of(claimed, rival, "single-avg")] if claimed and rival else [])
+        rival = max((m for m in ext if m != claimed), key=ext.get, default=None)
+        if claimed and rival:     # the claimed row against the best other one: a tie is within noise
+            row("extended", "extended list for unseen tools only is best (Table 7)",
+                "; ".join(f"{m.split('(')[1].rstrip(')')}: {x:.3f}" for m, x in ext.items()),
+                [(ext[claimed], ext[rival])], [p_of(claimed, rival, "single-avg")])
+    return out
+
+
+def verdict_of(c: Mapping) -> str:
+    """A claim record's verdict in :data:`toolkit.claims.VERDICTS`; a run recorded before the shared claims rule (``holds``:
+    yes / no by direction alone) reads as "held" / "not held" by direction, as it was judged."""
+    if "here" in c:
+        return c["here"]
+    return {"yes": "held", "no": "not held"}.get(c.get("holds"), c.get("holds", "n/a"))
+
+
+def held_on_draws(claim_rows: list[dict], draws: list[Mapping]) -> list[dict]:
+    """The claim rows with column ``draws held``: on how many of the recorded held-out draws (``draws``: their
+    ``claims`` as ``{claim: verdict}``) the claim is held, "k/N" (an extra column of the verdict table)."""
+    out = []
+    for r in claim_rows:
+        got = [verdict_of({"here": d["claims"][r["claim"]]}) for d in draws if r["claim"] in d.get("claims", {})]
+        out.append({**r, "draws held": f"{sum(x == 'held' for x in got)}/{len(got)}" if got else "n/a"})
     return out
 
 
@@ -291,7 +319,7 @@ def compare_runs(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
     rows: dict[tuple[str, str], dict[str, object]] = {}
     for label, run in runs.items():
         for c in run.get("claims", []):
-            rows.setdefault(("claim", c["claim"].split(" (")[0]), {})[label] = c["holds"]
+            rows.setdefault(("claim", c["claim"].split(" (")[0]), {})[label] = verdict_of(c)
         cells = {(c["table"], c["dataset"], c["method"], c["metric"]): c["value"] for c in run.get("cells", [])}
         for part in ("seen", "unseen"):
             v = cells.get(("s4.2", part, "DPR", "gold_in_top10"))
@@ -320,15 +348,15 @@ def claims_before_after(runs: Mapping[str, Mapping]) -> "pd.DataFrame":
     for label, run in runs.items():
         for c in run.get("claims", []):
             r = rows.setdefault(c["claim"].split(" (")[0], {})
-            r[f"{label}: holds"] = c["holds"]
+            r[f"{label}: verdict"] = verdict_of(c)
             r[f"{label}: p"] = c.get("p") or ""
         draws = run.get("draws") or []
         for d in draws:
-            for claim, holds in d.get("claims", {}).items():
+            for claim, here in d.get("claims", {}).items():
                 r = rows.setdefault(claim.split(" (")[0], {})
                 k_n = r.get(f"{label}: draws", "0/0").split("/")
-                r[f"{label}: draws"] = f"{int(k_n[0]) + (holds == 'yes')}/{int(k_n[1]) + 1}"
-    cols = [f"{label}: {part}" for label in runs for part in ("holds", "p", "draws")]
+                r[f"{label}: draws"] = f"{int(k_n[0]) + (verdict_of({'here': here}) == 'held')}/{int(k_n[1]) + 1}"
+    cols = [f"{label}: {part}" for label in runs for part in ("verdict", "p", "draws")]
     df = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=cols).fillna("n/a")
     df.index.name = "claim"
     return df

@@ -104,7 +104,8 @@ def versus_dpr(per_query: dict, methods=METHODS[1:], part: str = "all-avg") -> p
 
 def claims_table(main_claims: list[dict], draw) -> pd.DataFrame:
     """claim -> verdict and p at the main budget (the notebook's claims rows) and at the full budget."""
-    rows = [{"claim": r["claim"], "main budget": r["holds"], "main p": r.get("p", ""),
+    from .analysis import verdict_of
+    rows = [{"claim": r["claim"], "main budget": verdict_of(r), "main p": r.get("p", ""),
              "full budget": draw.claims.get(r["claim"], "n/a"), "full p": draw.claim_p.get(r["claim"], "")}
             for r in main_claims]
     return pd.DataFrame(rows).set_index("claim")

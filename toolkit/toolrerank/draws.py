@@ -43,7 +43,7 @@ class Draw:
     seed: int
     coverage: dict[str, float]                  # seen / unseen: gold APIs in the DPR top 10
     recall: dict[str, dict[str, float]]         # method -> average -> Recall@5
-    claims: dict[str, str]                      # claim -> "yes" / "no"
+    claims: dict[str, str]                      # claim -> verdict (toolkit.claims.VERDICTS)
     best: dict                                  # the grid search's ToolRerank configuration
     n_queries: dict[str, int]
     heldout: dict = field(default_factory=dict)  # held-out categories, number of held-out tools
@@ -80,7 +80,7 @@ def evaluate_draw(seed: int, split, cands: dict, training: dict | None = None, r
     t5, t6, t7 = (tables.table5(cands, best, per_query), tables.table6(cands, best, per_query),
                   tables.table7(cands, best, per_query))
     rows = analysis.claims(t3, t5, t6, t7, tables.fig1a(cands), per_query=per_query)
-    verdicts = {r["claim"]: r["holds"] for r in rows}
+    verdicts = {r["claim"]: r["here"] for r in rows}
     coverage = {part: analysis.gold_in_top({k: cands[k] for k in names}, 10)
                 for part, names in (("seen", SEEN_SUBSETS), ("unseen", UNSEEN_SUBSETS))}
     recall = {m: {a: t3[m][a]["recall@5"] for a in RECALL_AVERAGES} for m in tables.methods(best)}
@@ -167,9 +167,11 @@ def spread_table(draws: Sequence[Draw]) -> pd.DataFrame:
 
 
 def claims_by_draw(draws: Sequence[Draw]) -> pd.DataFrame:
-    """Claim x seed ("yes"/"no"), and whether the verdict is the same on every draw."""
+    """Claim x seed (the verdict, :data:`toolkit.claims.VERDICTS`), and whether it is the same on every draw."""
     claims = list(dict.fromkeys(c for d in draws for c in d.claims))
-    df = pd.DataFrame({f"seed {d.seed}": [d.claims.get(c, "n/a") for c in claims] for d in draws}, index=claims)
+    from .analysis import verdict_of
+    df = pd.DataFrame({f"seed {d.seed}": [verdict_of({"here": d.claims[c]}) if c in d.claims else "n/a"
+                                          for c in claims] for d in draws}, index=claims)
     df.index.name = "claim"
     df["stable"] = ["yes" if len(set(r)) == 1 else "no" for r in df.to_numpy().tolist()]
     return df

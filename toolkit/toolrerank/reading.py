@@ -18,7 +18,7 @@ def reading(*, training_stats, draws_pending, budget_rows, budget_pending, runs_
     before and after. Each parameter is the notebook variable of that name (``toolkit.report.reading_cell``)."""
     R = Reading.from_cells(rec.cells, "toolrerank", tail=("recall@5",))
     # each verdict with the p-values of the paired comparisons it rests on (claims table above)
-    verdict = {r["claim"].split(" (")[0]: r["holds"] + (f" ({r['p']})" if r.get("p") else "") for r in rec.extra["claims"]}
+    verdict = {r["claim"].split(" (")[0]: r["here"] + (f" ({r['p']})" if r.get("p") else "") for r in rec.extra["claims"]}
     fig = {(r["tools"], r["m"]): r["recall@5"] for r in fig_rows}
     best_m = {part: max((m for (p_, m) in fig if p_ == part and m != "dpr"), key=lambda m: fig[(part, m)])
               for part in ("seen", "unseen")}
@@ -192,7 +192,7 @@ def reading(*, training_stats, draws_pending, budget_rows, budget_pending, runs_
     if before_after is not None:
         ba_, f_ = before_after["claims"], before_after["fig1a_unseen"]
         b_, a_ = f_.columns
-        changed_ = [c for c, r in ba_.iterrows() if r[f"{b_}: holds"] != r[f"{a_}: holds"]]
+        changed_ = [c for c, r in ba_.iterrows() if r[f"{b_}: verdict"] != r[f"{a_}: verdict"]]
         text += (f"\n**Before and after** (the first run, MiniLM-head reranker, against this run): Figure 1(a)'s unseen "
                  f"curve " + ", ".join(f"m = {m} {f_.loc[m, b_]:.1f} → {f_.loc[m, a_]:.1f}" for m in f_.index
                                       if m in ("10", "30", "50", "dpr")) +

@@ -307,3 +307,73 @@ def beside_paper(ours: dict, table: str, cols: list[str], metrics: list[str], la
         shown.iloc[k] = [NOT_PRINTED if is_missing(v) else format(float(v), "+.1f" if who == "Δ" else ".1f")
                          for v in df.iloc[k]]
     return Table(shown, [])
+
+
+# --------------------------------------------------------------------------------------------
+# The claims' conditions and controls (each verdict with its reason)
+# --------------------------------------------------------------------------------------------
+
+CONDITION = ("dual encoder and cross-encoder reranker: all-MiniLM-L6 fine-tuned on CPU on the ToolLens mirror "
+             "subsets, Recall@5 on samples of each subset (paper: bert-base-uncased on ToolBench, GPU)")
+
+
+def claim_controls(cells: list[dict], seen_bias_rows: list[dict] | None = None, transfer: dict | None = None,
+                   multi_sharing: int | None = None) -> dict[str, tuple[list[dict], str]]:
+    """The control rows that can account for each claim of :func:`analysis.claims` (key of
+    :data:`analysis.CLAIM_KEYS`) -> ``(rows, conclusion)``, read from this run's results:
+
+    - the premise of Figure 1(a) and m_s < m_u (§4.2): gold APIs in the DPR top 10, unseen minus seen;
+    - the reranker's bias to seen tools: the seen-tool share of the top 5, Rerank-50 minus DPR, mean over subsets
+      (``seen_bias_rows``, :func:`seen_bias`);
+    - HAR: the tool classifier's accuracy minus the paper's 0.933, the oracle classifier's gain over ours, and HAR
+      against none on the StableToolBench library (``transfer['har_tests']``: tools with several APIs);
+    - the extended list: gold APIs of multi-tool queries outside T whose tool has an API in T (``multi_sharing``).
+
+    A conclusion is stated only when its control row points that way (e.g. "reranker favours seen tools" when
+    the share rises by more than 5 points)."""
+    from toolkit.claims import control
+    cell = {(c["table"], c["dataset"], c["method"], c["metric"]): c["value"] for c in cells}
+    seen, unseen = cell.get(("s4.2", "seen", "DPR", "gold_in_top10")), cell.get(("s4.2", "unseen", "DPR",
+                                                                                "gold_in_top10"))
+    premise = control("gold APIs in the DPR top 10, unseen - seen subsets", None if None in (seen, unseen)
+                      else unseen - seen)
+    bias = None
+    if seen_bias_rows:
+        d = [r["seen-tool share top5 Rerank-50"] - r["seen-tool share top5 DPR"] for r in seen_bias_rows]
+        bias = control("seen-tool share of the top 5, Rerank-50 - DPR (mean over subsets)", sum(d) / len(d) / 100)
+    acc = cell.get(("s4.4", "all-avg", "classifier", "accuracy"))
+    classifier = control("tool classifier accuracy - paper's 0.933", None if acc is None else acc - 0.933)
+    oracle = cell.get(("s4.4", "all-avg", "ToolRerank (oracle) vs ToolRerank", "delta_recall@5"))
+    oracle_c = control("oracle classifier - ours, Recall@5", oracle)
+    har_lib = next((control(f"on the StableToolBench library: {t['comparison']}", t["diff"], t["p"], t["n"])
+                    for t in (transfer or {}).get("har_tests", []) if t["comparison"].startswith("ToolRerank (oracle)")),
+                   None)
+    sharing = None if multi_sharing is None else control("multi-tool gold APIs outside T sharing a tool in T "
+                                                         "(count; paper: none)", multi_sharing)
+    biased = bias is not None and bias["diff"] is not None and bias["diff"] > 0.05
+    fewer_unseen = premise["diff"] is not None and premise["diff"] < 0
+    return {
+        "reranking": ([bias, premise], "the reranker favours the tools it was trained on" if biased else ""),
+        "toolrerank": ([bias, premise], "the reranker favours the tools it was trained on" if biased else ""),
+        "fig1a": ([premise], "unseen-tool gold APIs rank lower in DPR, as the paper's premise says, yet the curve "
+                             "does not follow" if fewer_unseen else "the premise itself does not hold here"),
+        "truncation": ([premise, bias], ""),
+        "har": ([classifier, oracle_c, har_lib], ""),
+        "extended": ([sharing], ""),
+    }
+
+
+def judged_claims(t3: dict, t5: dict, t6: dict, t7: dict, fig_rows: list[dict], per_query: dict, cells: list[dict],
+                  seen_bias_rows: list[dict] | None = None, transfer: dict | None = None,
+                  multi_sharing: int | None = None) -> list[dict]:
+    """Notebook 10's claims cell: :func:`analysis.claims` on this run (with its paired tests, condition and controls)
+    and on the paper's printed Tables 3/5/6/7 (by direction), merged by :func:`toolkit.claims.with_paper`."""
+    from toolkit.claims import with_paper
+
+    from . import analysis
+    ours = analysis.claims(t3, t5, t6, t7, fig_rows, per_query=per_query, condition=CONDITION,
+                           controls=claim_controls(cells, seen_bias_rows, transfer, multi_sharing))
+    paper_t = paper_tables(t3, t5, t6, t7)
+    on_paper = {r["key"]: r for r in analysis.claims(paper_t["t3"], paper_t["t5"], paper_t["t6"], paper_t["t7"])}
+    blank = {"here": "", "ours": None}
+    return with_paper(ours, [on_paper.get(r["key"], blank) for r in ours])

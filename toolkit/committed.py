@@ -7,7 +7,8 @@ What the standard profile replays instead of recomputing (DESIGN §8) must be re
 - feedback traces ``data/feedback_traces/*.jsonl``: one well-formed line per instruction (no qid twice), a readable
   ``.meta.json``, and as many lines as the meta says when it calls the trace complete;
 - ToolRerank score caches ``data/score_cache/toolrerank/*.json.gz``: a gzip JSON with its sets;
-- query-generation histories and training logs ``data/llm_cache/querygen_*/*.json``: JSON objects.
+- query-generation histories and training logs ``data/llm_cache/querygen_*/*.json``: JSON objects;
+- checkpoints ``data/checkpoints/<name>/``: each MANIFEST.json against its files (:func:`toolkit.checkpoints.verify`).
 
     from toolkit.committed import verify_committed
     verify_committed()        # {"data/llm_cache/reinvoke_hyde/...jsonl": "ok", ...}; anything else says what is wrong
@@ -92,4 +93,6 @@ def verify_committed(root: Path | None = None) -> dict[str, str]:
             out[shown(p)] = _score_cache(p)
     from toolkit.retrieval.embedding_cache import verify_committed_embeddings
     out.update(verify_committed_embeddings(root / "embeddings"))
+    from toolkit.checkpoints import verify_store
+    out.update(verify_store(root / "checkpoints"))
     return out

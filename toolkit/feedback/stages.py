@@ -100,18 +100,28 @@ def _git(*args: str, **kw):
 def restore_from_history(name: str) -> tuple[Path, dict] | None:
     """Model weights leave the tree (issue 48: no weights in a clone's working tree), not the history: the
     parent of the commit that deleted ``data/models/feedback/<name>`` still holds them, bit for bit. Extract
-    that copy (``git archive``) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None when the
-    history never held it or is not here (a shallow clone: ``git fetch --unshallow``, or let the stage retrain
-    it, which :func:`check_same_retriever` guards)."""
+    that copy (:func:`extract_from_history`) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None
+    when the history never held it or is not here (a shallow clone: ``git fetch --unshallow``, or let the stage
+    retrain it, which :func:`check_same_retriever` guards)."""
+    from toolkit.training import trained
+    got = extract_from_history(KEPT_DIR, name, history_dir())
+    return trained(got[0]) if got else None
+
+
+def extract_from_history(kept_dir: Path, name: str, dest_root: Path) -> tuple[Path, str] | None:
+    """The folder ``kept_dir/<name>`` as the parent of the commit that deleted it held it (``git archive``), written
+    to ``dest_root/<name>`` through a temporary folder: (that folder, the deleting commit), or None when ``kept_dir``
+    is outside the repository or the history never deleted it. Also the checkpoint store's
+    (:func:`toolkit.checkpoints.restore_from_history`)."""
     import io
     import shutil
     import tarfile
 
     from toolkit import paths
-    from toolkit.training import trained
-    if not KEPT_DIR.is_relative_to(paths.REPO):          # kept outside the repository: no history holds it
+    kept_dir, dest_root = Path(kept_dir), Path(dest_root)
+    if not kept_dir.is_relative_to(paths.REPO):          # kept outside the repository: no history holds it
         return None
-    rel = f"{KEPT_DIR.relative_to(paths.REPO).as_posix()}/{name}"
+    rel = f"{kept_dir.relative_to(paths.REPO).as_posix()}/{name}"
     log = _git("log", "--diff-filter=D", "-1", "--format=%H", "--", rel, text=True)
     commit = log.stdout.strip() if log.returncode == 0 else ""
     if not commit:
@@ -120,16 +130,16 @@ def restore_from_history(name: str) -> tuple[Path, dict] | None:
     if tar.returncode != 0:
         raise RuntimeError(f"git archive {commit}^ {rel} failed ({tar.stderr.decode(errors='replace').strip()}): "
                            f"the history names the model but cannot give it back")
-    tmp = history_dir() / f"{name}.tmp"
+    tmp = dest_root / f"{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as t:
         t.extractall(tmp, filter="data")
-    dest = history_dir() / name
+    dest = dest_root / name
     shutil.rmtree(dest, ignore_errors=True)
     (tmp / rel).replace(dest)
     shutil.rmtree(tmp, ignore_errors=True)
     _log(f"{name}: restored from the git history ({commit[:10]}^, the commit before it left the tree) -> {dest}")
-    return trained(dest)
+    return dest, commit
 
 
 def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,

@@ -190,3 +190,13 @@ def test_a_retired_checkpoint_is_restored_from_the_history(tmp_path, monkeypatch
     assert C.restore_from_history("toy", root=store) == store / "toy"
     assert C.verify(store / "toy") == [] and json.loads((store / "toy" / C.MANIFEST).read_text()) == m
     assert C.restore_from_history("never-kept", root=store) is None
+
+
+def test_verify_committed_checks_every_checkpoint_manifest(tmp_path):
+    from toolkit.committed import verify_committed
+    _saved(tmp_path / "checkpoints")
+    status = {k: v for k, v in verify_committed(tmp_path).items() if "checkpoints" in k}
+    assert list(status.values()) == ["ok"] and list(status)[0].endswith("toy/MANIFEST.json")
+    (tmp_path / "checkpoints" / "toy" / C.STATE).write_text("{}")
+    status = {k: v for k, v in verify_committed(tmp_path).items() if "checkpoints" in k}
+    assert "state.json" in list(status.values())[0]

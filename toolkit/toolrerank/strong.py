@@ -289,14 +289,14 @@ def measured_rate(path: Path = BENCH_FILE) -> float | None:
 
 def train_groups(name: str, module, score, groups: list[Group], text_of, lengths: list[int], cfg: StrongConfig,
                  seed: int, *, base: str, base_sha256: str, command: str, dev_eval=None, max_steps: int | None = None,
-                 root: Path | None = None, log=print) -> dict:
+                 root: Path | None = None, log=print, max_seconds: float | None = None) -> dict:
     """Train ``module`` on ``groups`` (``score(list of (query, doc) text pairs) -> logits`` through it;
     ``text_of(qid_or_doc_id, is_query)`` gives texts; ``lengths[i]`` group i's token length for bucketing) with the
     configuration's loss, learning rates and batches, checkpointing into the store (:mod:`toolkit.checkpoints`)
     as ``name`` every ``checkpoint_every`` steps: a run killed or ended continues from there with the same data
     order and RNG state. ``dev_eval()`` (dev Recall@5) every ``eval_every`` steps feeds :class:`EarlyStopping`; the
     best evaluation's weights are saved as ``<name>-best``. ``max_steps`` stops this call (not the run) after that
-    many steps in total. Returns the training record (curve, steps, pairs, pairs/s, stopped_early)."""
+    many steps in total, ``max_seconds`` after that much time (a benchmark). Returns the training record (curve, steps, pairs, pairs/s, stopped_early)."""
     import time
 
     import torch
@@ -312,7 +312,7 @@ def train_groups(name: str, module, score, groups: list[Group], text_of, lengths
     stopper, step, losses, pairs, seconds = EarlyStopping(cfg.patience), 0, [], 0, 0.0
     if C.exists(name, root):
         ck = C.load(name, root)
-        if ck.manifest["training_data_sha256"] != data_sha or ck.manifest["config"] != asdict(cfg):
+        if ck.manifest["training_data_sha256"] != data_sha or ck.manifest["config"] != json.loads(json.dumps(asdict(cfg))):
             raise ValueError(f"checkpoint {name}: trained on other data or another configuration than this run's; "
                              f"retire it (toolkit.checkpoints.retire({name!r})) or use another name")
         module.load_state_dict(ck.tensors, strict=False)
@@ -343,7 +343,8 @@ def train_groups(name: str, module, score, groups: list[Group], text_of, lengths
     lossf = listwise_loss if cfg.loss == "listwise" else pointwise_loss
     module.train()
     t0, start = time.perf_counter(), step
-    while step < total and not stopper.stop and (max_steps is None or step < max_steps):
+    while step < total and not stopper.stop and (max_steps is None or step < max_steps) \
+            and (max_seconds is None or time.perf_counter() - t0 < max_seconds):
         batch = [groups[i] for i in flat[step]]
         qd, sizes = [], []
         for g in batch:
@@ -358,7 +359,7 @@ def train_groups(name: str, module, score, groups: list[Group], text_of, lengths
         opt.zero_grad(set_to_none=True)
         step += 1
         pairs += len(qd)
-        losses.append(round(float(loss), 5))
+        losses.append(round(float(loss.detach()), 5))
         if dev_eval is not None and step % cfg.eval_every == 0:
             module.eval()
             with torch.no_grad():
@@ -368,13 +369,137 @@ def train_groups(name: str, module, score, groups: list[Group], text_of, lengths
                 save(f"{name}-best", step)
             if log:
                 log(f"{name}: step {step} dev Recall@5 {score_now:.4f} (best {stopper.best:.4f} at {stopper.best_step})")
-        if step % cfg.checkpoint_every == 0 or step == total or stopper.stop or step == max_steps:
-            seconds_now = seconds + time.perf_counter() - t0
-            seconds, t0 = seconds_now, time.perf_counter()
+        if step % cfg.checkpoint_every == 0 or step == total or stopper.stop or step == max_steps \
+                or (max_seconds is not None and time.perf_counter() - t0 >= max_seconds):
+            seconds += time.perf_counter() - t0          # training time, the checkpoint's writing not counted
             save(name, step)
+            t0 = time.perf_counter()
     seconds += time.perf_counter() - t0
     module.eval()
     return {"name": name, "seed": seed, "steps": step, "steps_this_call": step - start, "total_steps": total,
             "pairs": pairs, "seconds": round(seconds, 1), "pairs_per_second": round(pairs / max(seconds, 1e-9), 2),
             "stopped_early": stopper.stop, "best_step": stopper.best_step, "best_dev_recall@5": stopper.best,
             "curve": stopper.curve}
+
+
+# --- the real run -----------------------------------------------------------------------------------------------
+
+@dataclass
+class Prepared:
+    groups: list
+    text: dict            # doc id -> rendered text (ToolLens APIs and, with random_neg, library APIs)
+    queries: dict         # qid -> text
+    lengths: list         # per group: characters of the query + its longest rendered API (a proxy for tokens)
+    dev_eval_for: object  # predict -> dev Recall@5 of Rerank-10 over the DPR's top 10
+    qrels: dict
+
+
+def checkpoint_name(exp_cfg, name: str, seed: int) -> str:
+    from .experiment import model_root, toollens_split
+    root = model_root(toollens_split(exp_cfg.setup), exp_cfg.setup)
+    return f"toolrerank-{exp_cfg.profile}-{root.name}-{name.replace(' ', '-').replace('+', 'plus')}-s{seed}"
+
+
+def prepare(exp_cfg, scfg: StrongConfig, seed: int, log=print) -> Prepared:
+    """The groups of the main split's every training query (DPR ranks from its committed vectors or live weights),
+    rendered texts, bucketing lengths and the dev evaluation (``scfg.dev_queries`` dev queries, Rerank-10 Recall@5)."""
+    from . import dpr_vectors
+    from .experiment import (negative_pool, random_negative_pool, rerank_dev_eval, toollens_split, train_all)
+    setup = exp_cfg.setup
+    split = toollens_split(setup)
+    models = train_all(split, setup, log=log, stages=("dual_encoder",))
+    train = split.train
+    retr = dpr_vectors.retriever(models.dual_encoder)
+    ids, texts = negative_pool(train, setup.ce_neg_pool)
+    retr.index(ids, texts)
+    run = retr.search(train.query_texts(), k=30)
+    ranked = {q: sorted(r, key=lambda d: -r[d]) for q, r in run.items()}
+    render = compact_text if scfg.compact else (lambda t: t)
+    text = {d: render(doc.text) for d, doc in train.corpus.items()}
+    library = []
+    if scfg.random_neg:
+        lib = random_negative_pool(train)
+        library = [f"library:{i}" for i in range(len(lib))]
+        text.update({k: render(t) for k, t in zip(library, lib)})
+    qrels = {q: train.qrels[q] for q in sorted(train.qrels)}
+    groups = sample_groups(qrels, ranked, scfg.neg_top, scfg.neg_mid, seed, library, scfg.random_neg)
+    queries = {q: train.queries[q].text for q in qrels}
+    lengths = [len(queries[g.qid]) + max(len(text[d]) for d in (g.gold, *g.negatives)) for g in groups]
+    dev = split.dev.sample(scfg.dev_queries, seed=setup.seed + 7)
+    dretr = dpr_vectors.retriever(models.dual_encoder)
+    dretr.index(*dev.doc_texts())
+    top10 = {q: sorted(r, key=lambda d: -r[d]) for q, r in dretr.search(dev.query_texts(), k=10).items()}
+    by_raw = {dev.corpus[d].text: render(dev.corpus[d].text) for d in dev.corpus}
+    evaluate = rerank_dev_eval(dev, top10)
+    return Prepared(groups, text, queries, lengths,
+                    lambda predict: (lambda: evaluate(lambda pairs: predict([(q, by_raw[d]) for q, d in pairs]))),
+                    qrels)
+
+
+def cross_encoder(base: str, max_len: int, seed: int):
+    """(HF module, score(pairs) -> logits with gradients, base sha256): the base encoder with a fresh one-logit head."""
+    import torch
+
+    from toolkit.retrieval.models import resolve_model, weights_sha256
+    from .reranker import load_base_cross_encoder
+    ce = load_base_cross_encoder(base, max_len, seed=seed)
+    module, tok = ce.model, ce.tokenizer
+
+    def score(pairs):
+        feats = tok([q for q, _ in pairs], [d for _, d in pairs], padding=True, truncation="longest_first",
+                    max_length=max_len, return_tensors="pt")
+        return module(**feats).logits.view(-1)
+
+    def predict(pairs):
+        with torch.no_grad():
+            return [float(x) for i in range(0, len(pairs), 64) for x in score(pairs[i:i + 64])]
+    return module, score, predict, weights_sha256(resolve_model(base)[0])
+
+
+def train_seed(exp_cfg, name: str, seed: int, max_steps: int | None = None, log=print, **overrides) -> dict:
+    """Train (or continue) configuration ``name`` with ``seed`` on the main split, checkpointing in the store."""
+    scfg = strong_config(name, **overrides)
+    prep = prepare(exp_cfg, scfg, seed, log)
+    module, score, predict, base_sha = cross_encoder(scfg.base, scfg.max_len, seed)
+    ck = checkpoint_name(exp_cfg, name, seed)
+    command = (f"python scripts/train_toolrerank.py --profile {exp_cfg.profile} --strong --strong-config '{name}' "
+               f"--seed {seed}")
+    text = lambda x, is_query: prep.queries[x] if is_query else prep.text[x]   # noqa: E731
+    return train_groups(ck, module, score, prep.groups, text, prep.lengths, scfg, seed, base=scfg.base,
+                        base_sha256=base_sha, command=command, dev_eval=prep.dev_eval_for(predict),
+                        max_steps=max_steps, log=log)
+
+
+def bench(exp_cfg, seconds: float, log=print) -> dict:
+    """pairs/s of the strong configuration's training before (ToolLens rendering, shuffled batches) and after
+    (compact rendering, length-bucketed batches), in one process, ``seconds`` each, checkpoints in a temporary
+    folder; the load average before and after each; written to :data:`BENCH_FILE`."""
+    import os
+    import tempfile
+    out = {"seconds_each": seconds, "cpu_count": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, over in (("before", {"compact": False, "bucketed": False}), ("after", {})):
+            scfg = strong_config("strong", checkpoint_every=10 ** 9, **over)
+            prep = prepare(exp_cfg, scfg, 0, log)
+            module, score, _, base_sha = cross_encoder(scfg.base, scfg.max_len, 0)
+            text = lambda x, q, p=prep: p.queries[x] if q else p.text[x]   # noqa: E731
+            load0 = os.getloadavg()
+            rec = train_groups(f"bench-{label}", module, score, prep.groups, text, prep.lengths, scfg, 0,
+                               base=scfg.base, base_sha256=base_sha, command="bench", root=Path(tmp), log=log,
+                               max_seconds=seconds)
+            out[label] = {"pairs": rec["pairs"], "steps": rec["steps"], "seconds": rec["seconds"],
+                          "pairs_per_second": rec["pairs_per_second"], "load_average_start": load0,
+                          "load_average_end": os.getloadavg(), **over,
+                          "padded_chars_per_epoch": padded_tokens(bucket_batches(prep.lengths, scfg.batch_groups, 0,
+                                                                                 scfg.bucketed), prep.lengths)}
+    out["ratio"] = round(out["after"]["pairs_per_second"] / max(out["before"]["pairs_per_second"], 1e-9), 2)
+    BENCH_FILE.parent.mkdir(parents=True, exist_ok=True)
+    BENCH_FILE.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def plan_for(exp_cfg, name: str = "strong") -> dict:
+    """:func:`plan` of the main split's training queries with the committed benchmark's rate."""
+    from .experiment import toollens_split
+    split = toollens_split(exp_cfg.setup)
+    return plan(split.train.qrels, strong_config(name), measured_rate())

@@ -289,14 +289,16 @@ def measured_rate(path: Path = BENCH_FILE) -> float | None:
 
 def train_groups(name: str, module, score, groups: list[Group], text_of, lengths: list[int], cfg: StrongConfig,
                  seed: int, *, base: str, base_sha256: str, command: str, dev_eval=None, max_steps: int | None = None,
-                 root: Path | None = None, log=print, max_seconds: float | None = None) -> dict:
+                 root: Path | None = None, log=print, max_seconds: float | None = None,
+                 store: bool = True) -> dict:
     """Train ``module`` on ``groups`` (``score(list of (query, doc) text pairs) -> logits`` through it;
     ``text_of(qid_or_doc_id, is_query)`` gives texts; ``lengths[i]`` group i's token length for bucketing) with the
     configuration's loss, learning rates and batches, checkpointing into the store (:mod:`toolkit.checkpoints`)
     as ``name`` every ``checkpoint_every`` steps: a run killed or ended continues from there with the same data
     order and RNG state. ``dev_eval()`` (dev Recall@5) every ``eval_every`` steps feeds :class:`EarlyStopping`; the
     best evaluation's weights are saved as ``<name>-best``. ``max_steps`` stops this call (not the run) after that
-    many steps in total, ``max_seconds`` after that much time (a benchmark). Returns the training record (curve, steps, pairs, pairs/s, stopped_early)."""
+    many steps in total, ``max_seconds`` after that much time; ``store=False`` writes no checkpoint (a benchmark:
+    a MiniLM's float32 weights and Adam state take a while to write). Returns the training record (curve, steps, pairs, pairs/s, stopped_early)."""
     import time
 
     import torch
@@ -369,8 +371,8 @@ def train_groups(name: str, module, score, groups: list[Group], text_of, lengths
                 save(f"{name}-best", step)
             if log:
                 log(f"{name}: step {step} dev Recall@5 {score_now:.4f} (best {stopper.best:.4f} at {stopper.best_step})")
-        if step % cfg.checkpoint_every == 0 or step == total or stopper.stop or step == max_steps \
-                or (max_seconds is not None and time.perf_counter() - t0 >= max_seconds):
+        if store and (step % cfg.checkpoint_every == 0 or step == total or stopper.stop or step == max_steps \
+                or (max_seconds is not None and time.perf_counter() - t0 >= max_seconds)):
             seconds += time.perf_counter() - t0          # training time, the checkpoint's writing not counted
             save(name, step)
             t0 = time.perf_counter()
@@ -486,7 +488,7 @@ def bench(exp_cfg, seconds: float, log=print) -> dict:
             load0 = os.getloadavg()
             rec = train_groups(f"bench-{label}", module, score, prep.groups, text, prep.lengths, scfg, 0,
                                base=scfg.base, base_sha256=base_sha, command="bench", root=Path(tmp), log=log,
-                               max_seconds=seconds)
+                               max_seconds=seconds, store=False)
             out[label] = {"pairs": rec["pairs"], "steps": rec["steps"], "seconds": rec["seconds"],
                           "pairs_per_second": rec["pairs_per_second"], "load_average_start": load0,
                           "load_average_end": os.getloadavg(), **over,

@@ -23,6 +23,12 @@ file notebook 10's reranker-alone table replays (``toolkit.toolrerank.alone``). 
 control (``toolkit.toolrerank.budget``: the main reranker retrained with the profile's ``budget_setup``, e.g. on every
 training query) and scores the main run's dev and test samples with it into its committed score cache; run
 ``--set ce_queries=0`` (the standard ``budget_setup``) first to train and pre-score it resumably, then ``--budget``.
+
+``--strong`` is the reranker trained to strength (``toolkit.toolrerank.strong``, issue 82): ``--plan`` prints pairs,
+steps per epoch, the measured pairs/s and the hours per seed; ``--bench SECONDS`` measures pairs/s before and after
+length bucketing + compact rendering in one run (results/bench/toolrerank_strong.json); otherwise it trains (or
+continues from data/checkpoints/) ``--strong-config NAME`` with ``--seed`` (each of the configuration's seeds when
+omitted), ``--max-steps`` bounding this call so a session can stop and the next continue.
 """
 from __future__ import annotations
 
@@ -66,6 +72,14 @@ def main() -> None:
     ap.add_argument("--first-run", action="store_true",
                     help="the first standard runs' configuration (toolkit.toolrerank.config.first_run_config) "
                          "instead of the standard profile")
+    ap.add_argument("--strong", action="store_true",
+                    help="the reranker trained to strength (toolkit.toolrerank.strong): train, --plan or --bench")
+    ap.add_argument("--strong-config", default="strong", help="a name of toolkit.toolrerank.strong.STRONG_VARIANTS")
+    ap.add_argument("--seed", type=int_at_least(0), default=None, help="--strong: one seed (default: all three)")
+    ap.add_argument("--max-steps", type=int_at_least(1), default=None, help="--strong: stop this call after this step")
+    ap.add_argument("--plan", action="store_true", help="--strong: print the plan (pairs, steps, pairs/s, hours)")
+    ap.add_argument("--bench", type=float, default=None, metavar="SECONDS",
+                    help="--strong: pairs/s before and after bucketing + compact rendering, SECONDS each")
     args = ap.parse_args()
     from toolkit.toolrerank.config import FAIR_STANDARD, first_run_config
     if args.first_run and (args.profile != "standard" or args.fair):
@@ -76,6 +90,11 @@ def main() -> None:
     if args.alone:
         run_alone(cfg, args.variant)
         return
+    if args.strong:
+        run_strong(cfg, args)
+        return
+    if args.plan or args.bench is not None:
+        raise SystemExit("--plan and --bench belong to --strong: add --strong")
     if args.headtohead:
         from toolkit.methods.benchmark import benchmark_sets
         from toolkit.methods.benchmark import config_for as headtohead_config
@@ -137,6 +156,25 @@ def main() -> None:
     name = f"timings-{'-'.join(stages) or 'none'}-{'-'.join(which) or 'none'}.json"
     (models.root / name).write_text(json.dumps(timings, indent=1) + "\n")
     print("done", json.dumps(timings), flush=True)
+
+
+def run_strong(cfg, args) -> None:
+    from toolkit.toolrerank import strong
+    if args.plan:
+        p = strong.plan_for(cfg, args.strong_config)
+        for k, v in p.items():
+            print(f"{k:>26}: {v}")
+        if p["pairs/s (measured)"] is None:
+            print(f"{'':>26}  pairs/s not measured yet: python scripts/train_toolrerank.py --profile {cfg.profile} "
+                  f"--strong --bench 150")
+        return
+    if args.bench is not None:
+        print("done", json.dumps(strong.bench(cfg, args.bench, log=lambda m: print(m, flush=True))), flush=True)
+        return
+    seeds = [args.seed] if args.seed is not None else list(strong.strong_config(args.strong_config).seeds)
+    for seed in seeds:
+        rec = strong.train_seed(cfg, args.strong_config, seed, args.max_steps, log=lambda m: print(m, flush=True))
+        print("done", json.dumps({k: v for k, v in rec.items() if k != "curve"}), flush=True)
 
 
 def run_alone(cfg, variant: str | None) -> None:

@@ -11,6 +11,7 @@ What the standard profile replays instead of recomputing must be readable record
   files (``*-alone*-<key>.json.gz``, :mod:`toolkit.toolrerank.alone`'s own format) readable by ``alone.load``;
 - query-generation histories and training logs ``data/llm_cache/querygen_*/*.json``: JSON objects;
 - every such file git tracks must exist (``git ls-files``): a deleted committed file is "missing", not unseen.
+- checkpoints ``data/checkpoints/<name>/``: each MANIFEST.json against its files (:func:`toolkit.checkpoints.verify`);
 
     from toolkit.committed import verify_committed
     verify_committed()        # {"data/llm_cache/reinvoke_hyde/...jsonl": "ok", ...}; anything else says what is wrong
@@ -148,4 +149,6 @@ def verify_committed(root: Path | None = None) -> dict[str, str]:
             out[shown(p)] = _score_cache(p)
     from toolkit.retrieval.embedding_cache import verify_committed_embeddings
     out.update({k: v for k, v in verify_committed_embeddings(root / "embeddings").items() if k not in out})
+    from toolkit.checkpoints import verify_store
+    out.update({k: v for k, v in verify_store(root / "checkpoints").items() if k not in out})
     return dict(sorted(out.items()))

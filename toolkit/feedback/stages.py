@@ -140,43 +140,59 @@ def _no_history(name: str, why: str) -> None:
 def restore_from_history(name: str) -> tuple[Path, dict] | None:
     """Model weights leave the tree (no weights in a clone's working tree), not the history: the
     parent of the commit that deleted ``data/models/feedback/<name>`` still holds them, bit for bit. Extract
-    that copy (``git archive``) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None (with a log
-    line saying why) when the history never held it, so the stage trains it. When the history cannot be searched
-    (:func:`history_missing`: a shallow clone, no ``git``) a smoke model trains (seconds) and any other raises
+    that copy (:func:`extract_from_history`) into ``history_dir()/<name>`` and return it as :func:`_kept` does; None
+    (with a log line saying why) when the history never held it, so the stage trains it. When the history cannot be
+    searched (:func:`history_missing`: a shallow clone, no ``git``) a smoke model trains (seconds) and any other raises
     :class:`HistoryUnavailable` naming ``git fetch --unshallow`` (retraining would take hours)."""
-    import io
-    import shutil
-    import tarfile
-
     from toolkit import paths
     from toolkit.training import trained
     if not KEPT_DIR.is_relative_to(paths.REPO):          # kept outside the repository: no history holds it
         _log(f"{name}: the kept-model directory {KEPT_DIR} is outside the repository, no history holds it: training it")
         return None
-    rel = f"{KEPT_DIR.relative_to(paths.REPO).as_posix()}/{name}"
     if why := history_missing():
         _no_history(name, why)
         return None
+    got = extract_from_history(KEPT_DIR, name, history_dir())
+    if got is None:
+        _log(f"{name}: the git history never kept it ({KEPT_DIR.relative_to(paths.REPO).as_posix()}/{name}): "
+             "training it")
+        return None
+    return trained(got[0])
+
+
+def extract_from_history(kept_dir: Path, name: str, dest_root: Path) -> tuple[Path, str] | None:
+    """The folder ``kept_dir/<name>`` as the parent of the commit that deleted it held it (``git archive``), written
+    to ``dest_root/<name>`` through a temporary folder: (that folder, the deleting commit), or None when ``kept_dir``
+    is outside the repository, git is not here, or the history never deleted it. Also the checkpoint store's
+    (:func:`toolkit.checkpoints.restore_from_history`)."""
+    import io
+    import shutil
+    import tarfile
+
+    from toolkit import paths
+    kept_dir, dest_root = Path(kept_dir), Path(dest_root)
+    if not kept_dir.is_relative_to(paths.REPO):          # kept outside the repository: no history holds it
+        return None
+    rel = f"{kept_dir.relative_to(paths.REPO).as_posix()}/{name}"
     log = _git("log", "--diff-filter=D", "-1", "--format=%H", "--", rel, text=True)
     commit = log.stdout.strip() if log is not None and log.returncode == 0 else ""
     if not commit:
-        _log(f"{name}: the git history never kept it ({rel}): training it")
         return None
     tar = _git("archive", "--format=tar", f"{commit}^", rel)
     if tar is None or tar.returncode != 0:
         err = "no git" if tar is None else tar.stderr.decode(errors="replace").strip()
         raise RuntimeError(f"git archive {commit}^ {rel} failed ({err}): the history names the model but cannot give "
                            f"it back")
-    tmp = history_dir() / f"{name}.tmp"
+    tmp = dest_root / f"{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as t:
         t.extractall(tmp, filter="data")
-    dest = history_dir() / name
+    dest = dest_root / name
     shutil.rmtree(dest, ignore_errors=True)
     (tmp / rel).replace(dest)
     shutil.rmtree(tmp, ignore_errors=True)
     _log(f"{name}: restored from the git history ({commit[:10]}^, the commit before it left the tree) -> {dest}")
-    return trained(dest)
+    return dest, commit
 
 
 def iterate_to_file(queries: dict[str, str], search, corpus, llm, out: Path, meta: dict, chunk: int = 20,

@@ -50,7 +50,6 @@ from toolkit.querygen.config import config_for
 from toolkit.report import format_table, paper_table
 from toolkit.llm.models import canonical_id
 from toolkit.results import Recorder
-from toolkit.significance import within_noise
 
 cfg = config_for(profile, **overrides)
 rec = Recorder("40_querygen", profile, parameters={"overrides": overrides, **{k: str(v) for k, v in vars(cfg).items()}})
@@ -346,20 +345,10 @@ reading_cell(reading, globals())
 # from noise.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from toolkit.claims import table as claims_table  # noqa: E402
-
 rec.extra["claims"] = T.judged_claims(values, al.history, complete, cfg,
                                       {n: len(ds.queries) for n, ds in s.llm_tests.items()}, pd.concat(abl_deltas),
                                       abl_values, load_paper_numbers("querygen"), bound_values, gaps)
-claims = pd.DataFrame(rec.extra["claims"])
-display(claims_table(rec.extra["claims"]))
-
-
-notes = [f"- *{r.claim}*: **{r.here}**: "
-         + ", ".join(f"{t['comparison']} (p={t['p']:.3f})" for t in within_noise(r.tests))
-         for r in claims.itertuples() if r.here == "within noise" and within_noise(r.tests)]
-display(Markdown("Verdicts within noise, the differences the sample cannot resolve (p ≥ 0.05):\n" + "\n".join(notes)
-                 if notes else "No verdict is within noise."))
+T.show_claims(rec.extra["claims"])
 
 # %%
 rec.extra["stage_seconds"] = {k: round(v, 1) for k, v in stage_s.items()}

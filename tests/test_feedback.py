@@ -405,7 +405,7 @@ def test_sample_notes_say_when_a_row_is_partial():
     c = pd.DataFrame([{"table": t, "set": "I2", "method": m, "n": 40, "planned": 40} for t, m in
                       (("6", "Ours (RoBERTa-based)"), ("6", "ToolRetriever (RoBERTa-based)"), ("6", "Ours (BERT-based)"),
                        ("7", "Ours (dim=300)"))])
-    notes = T.sample_notes(c, tests, config_for("smoke"))
+    notes = T.sample_notes(c, tests, config_for("standard"))      # smoke's RoBERTa-class row is MiniLM again
     assert "feedback, K=10, T=3, retriever mpnet; condition base=mpnet, warmup_pairs=5000; 40 of 230" in notes[0]
     assert notes[1].startswith("mpnet fine-tuned on ToolLens train (warm-up); condition base=mpnet")
     assert "retriever minilm; 40 of 230" in notes[2] and "condition embedding_size=300;" in notes[3]

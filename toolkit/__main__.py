@@ -9,7 +9,7 @@
   fetch [--only NAME ...]  download the raw data files (sha256-checked) into the data directory
   verify                   check every raw data file against data/SOURCES.json, and the committed caches and traces
   llm generate ...         fill the LLM response caches (see toolkit.llm.cli)
-  paper-dry [NB ...]       the paper profile at toy scale on CPU, stand-ins named in the results (toolkit.paper)
+  paper-dry [NB ...]       the paper profile at toy scale on CPU, stand-ins named in the results (toolkit.paper_dry)
   paper-plan [--markdown]  the paper profile's work per notebook: training examples, LLM calls, tokens
   embeddings verify|commit the committed float16 embeddings a fresh clone replays (see toolkit.retrieval.embedding_cache)
   runs [--notebook NB] [--profile P] [--json]   the saved TREC runs and per-query metrics (see toolkit.runs)
@@ -162,7 +162,7 @@ def _cmd_runs(args) -> int:
 
 
 def _cmd_paper_dry(args) -> int:
-    from .paper import dry_run
+    from .paper_dry import dry_run
     return 1 if dry_run(args.notebooks or None, Path(args.out) if args.out else None) else 0
 
 

@@ -1,4 +1,4 @@
-"""One store for trained state that must outlive a session: ``data/checkpoints/<name>/`` (DESIGN §8 "Checkpoints").
+"""One store for trained state that must outlive a session: ``data/checkpoints/<name>/``.
 
 A checkpoint is what a trainer needs to continue exactly where it stopped, or what a later session re-scores from:
 
@@ -40,7 +40,7 @@ STORE = PROJECT_DATA / "checkpoints"
 MANIFEST = "MANIFEST.json"
 STATE = "state.json"
 OPTIMIZER = "optimizer.pt"
-MAX_FILE_BYTES = 50_000_000          # per file (DESIGN §8)
+MAX_FILE_BYTES = 50_000_000          # per file: every version stays in every clone's history
 MAX_FULL_PARAMS = 40_000_000         # MiniLM-class: all-MiniLM-L6-v2 has 22.7 M parameters, -L12 33.4 M
 STORE_BUDGET_BYTES = 200_000_000     # the whole store in the tree (every version stays in every clone's history)
 KINDS = ("lora", "full")
@@ -127,7 +127,7 @@ def save(name: str, tensors: dict, *, kind: str, base: str, base_sha256: str, da
     if dtype not in DTYPES:
         raise CheckpointError(f"checkpoint {name}: dtype must be one of {DTYPES}, got {dtype!r}")
     if max_file_bytes > MAX_FILE_BYTES:
-        raise CheckpointError(f"checkpoint {name}: max_file_bytes may not exceed {MAX_FILE_BYTES} (DESIGN §8)")
+        raise CheckpointError(f"checkpoint {name}: max_file_bytes may not exceed {MAX_FILE_BYTES} bytes (the store's per-file limit)")
     _check_kind(name, tensors, kind)
     target = getattr(torch, dtype)
     out = {k: (t.detach().to(target) if t.is_floating_point() else t.detach()).contiguous().cpu()

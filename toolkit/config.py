@@ -136,3 +136,9 @@ def finite_at_least(minimum: float):
             raise argparse.ArgumentTypeError(f"must be a finite number >= {minimum}, got {text!r}")
         return v
     return parse
+
+
+# notebooks whose parameters cell is ``profile`` + ``overrides``: their configuration object checks
+# the overrides before anything runs
+CONFIGS = {"01_baselines": "toolkit.baselines", "10_toolrerank": "toolkit.toolrerank.config", "20_reinvoke": "toolkit.reinvoke.config", "30_feedback": "toolkit.feedback.config",
+           "40_querygen": "toolkit.querygen.config", "50_headtohead": "toolkit.methods.benchmark"}

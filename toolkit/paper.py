@@ -5,7 +5,7 @@
   cache or with the hub reachable; every LLM that is not a local GGUF needs an OpenAI-compatible server
   (``TOOLKIT_LLM_BACKEND=openai``, ``TOOLKIT_LLM_BASE_URL``) that answers. Anything missing is one line naming it and
   how to provide it, before the first cell, never halfway through.
-- :func:`dry_run` (``python -m toolkit paper-dry``, ``make paper-dry``): every notebook under ``--profile paper``
+- :func:`toolkit.paper_dry.dry_run` (``python -m toolkit paper-dry``, ``make paper-dry``): every notebook under ``--profile paper``
   with :data:`DRY` overrides that shrink its sizes to toy scale, the models the machine lacks replaced by local
   stand-ins (:func:`stand_ins`: MiniLM for bert-base where the hub is unreachable, Qwen2.5-Coder-0.5B behind a real
   llama.cpp server on 127.0.0.1 for GPT-3.5 / LLaMA-13B / the Re-Invoke backbones). Each results file records the
@@ -14,15 +14,10 @@
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-from toolkit.paths import cache_dir
 
 NOTEBOOKS = ("00_datasets", "01_baselines", "10_toolrerank", "20_reinvoke", "30_feedback", "40_querygen",
              "50_headtohead")
@@ -55,7 +50,7 @@ def config(notebook: str, overrides: dict | None = None):
     """The notebook's paper configuration with ``overrides`` (None for notebooks without a configuration object)."""
     import importlib
 
-    from toolkit.runner import CONFIGS
+    from toolkit.config import CONFIGS
     if notebook not in CONFIGS:
         return None
     return importlib.import_module(CONFIGS[notebook]).config_for("paper", **(overrides or {}))
@@ -233,66 +228,3 @@ def _listed(value):
     if isinstance(value, (tuple, list)):
         return [_listed(v) for v in value]
     return value
-
-
-def dry_run(notebooks: list[str] | None = None, out: Path | None = None, stream=sys.stdout) -> int:
-    """Run ``notebooks`` (default: all) under ``--profile paper`` at toy scale with stand-ins into ``out`` (default: a
-    scratch directory under the cache); starts llama.cpp's server for the LLM notebooks and stops it at the end.
-    Returns the number of notebooks that failed or whose results lack the stand-ins or the device."""
-    from toolkit.llm.serve import LlamaServer
-    from toolkit.runner import notebook_path, run_notebook
-    names = [notebook_path(n).stem for n in (notebooks or NOTEBOOKS)]
-    out = Path(out) if out else Path(tempfile.mkdtemp(prefix="paper-dry-", dir=cache_dir()))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "llm_cache").mkdir(exist_ok=True)
-    saved = {k: os.environ.get(k) for k in ("TOOLKIT_RESULTS", "TOOLKIT_FIGURES", "TOOLKIT_LLM_CACHE",
-                                            "TOOLKIT_LLM_BACKEND", "TOOLKIT_LLM_BASE_URL", "TOOLKIT_STAND_INS",
-                                            "TOOLKIT_LLM_MODEL")}
-    os.environ.update(TOOLKIT_RESULTS=str(out / "results"), TOOLKIT_FIGURES=str(out / "figures"),
-                      TOOLKIT_LLM_CACHE=str(out / "llm_cache"))
-    server = None
-    failed = 0
-    hub = hub_reachable()
-    print(f"paper-dry: {len(names)} notebooks into {out} (hub {'reachable' if hub else 'unreachable'})", file=stream)
-    try:
-        if any(n in LLM_NOTEBOOKS for n in names) and server is None:
-            threads = os.environ.get("TOOLKIT_LLM_THREADS")
-            server = LlamaServer(STAND_IN_LLM, n_parallel=2, n_threads=int(threads) if threads else 1,
-                                 ctx_per_slot=4096, log=out / "server.log")
-            try:
-                server.start(timeout=float(os.environ.get("TOOLKIT_LLM_SERVER_START_TIMEOUT", 600)))
-            except Exception as e:       # one line, and the notebooks that need no LLM still run
-                print(f"paper-dry: FAILED to start the LLM server: {type(e).__name__}: {e}", file=stream, flush=True)
-                server = None
-                failed += sum(n in LLM_NOTEBOOKS for n in names)
-                names = [n for n in names if n not in LLM_NOTEBOOKS]
-            os.environ.update(TOOLKIT_LLM_BACKEND="openai", TOOLKIT_LLM_BASE_URL=server.base_url)
-            print(f"paper-dry: llama.cpp server {server.base_url} ({STAND_IN_LLM}), pid {server.proc.pid}", file=stream)
-        for i, nb in enumerate(names, 1):
-            params, rec = dry_overrides(nb, hub)
-            os.environ["TOOLKIT_STAND_INS"] = json.dumps(rec)
-            t = time.time()
-            print(f"[{i}/{len(names)}] {nb} (paper, dry) ...", end=" ", flush=True, file=stream)
-            try:
-                run_notebook(nb, "paper", params, output=out / "results" / nb / "paper.ipynb")
-                res = json.loads((out / "results" / nb / "paper.json").read_text())
-                missing = [k for k in ("device", "stand_ins") if k not in res]
-                if missing:
-                    raise PaperProfileError(f"results lack {', '.join(missing)}")
-                used = ", ".join(f"{k}={v['stand_in']}" for k, v in rec.items()) or "none"
-                print(f"ok in {time.time() - t:.1f}s; stand-ins: {used}; device {res['device']['device']}",
-                      file=stream, flush=True)
-            except Exception as e:
-                failed += 1
-                msg = str(e).strip().splitlines()
-                print(f"FAILED after {time.time() - t:.1f}s: {type(e).__name__}: {msg[-1] if msg else ''}",
-                      file=stream, flush=True)
-    finally:
-        if server is not None:
-            server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return failed

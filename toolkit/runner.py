@@ -49,10 +49,7 @@ def notebook_parameters(path: Path) -> dict[str, object]:
     return assignments(cells[0].source)
 
 
-# notebooks whose parameters cell is ``profile`` + ``overrides``: their configuration object checks
-# the overrides before anything runs
-CONFIGS = {"01_baselines": "toolkit.baselines", "10_toolrerank": "toolkit.toolrerank.config", "20_reinvoke": "toolkit.reinvoke.config", "30_feedback": "toolkit.feedback.config",
-           "40_querygen": "toolkit.querygen.config", "50_headtohead": "toolkit.methods.benchmark"}
+from .config import CONFIGS  # noqa: E402,F401  (the notebooks' configuration modules)
 
 
 def fold_overrides(path: Path, params: dict, profile: str = "smoke") -> dict:

@@ -338,7 +338,7 @@ def condition_of(llm: str, setup: str) -> str:
     try:
         m = models.lookup(llm)
         name = f"{m.hf_id.split('/')[-1]} {m.model_id.rsplit('-', 1)[-1].upper()}"
-    except (KeyError, ValueError):
+    except Exception:          # not a registered model (an echo stand-in, a server's model name): its own name
         name = llm
     return f"LLM {name}, {setup} (paper: gpt-3.5-turbo-0125); retriever MiniLM (paper: BERT-base)"
 

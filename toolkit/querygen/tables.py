@@ -632,3 +632,18 @@ def gap_reading(gaps: pd.DataFrame, ceiling: str, labels=(("querygen-in-domain",
         lines.append(f"- **{prefix}{label}** (n = {int(d.n.max())}; copy → ceiling: {span}), share closed "
                      f"(Recall@5 / MMRR): " + ", ".join(parts))
     return lines
+
+
+def show_claims(claims: list[dict]) -> None:
+    """The claims table (:func:`toolkit.claims.table`) and, under it, the differences each "within noise" verdict
+    rests on that the sample cannot resolve (p >= 0.05)."""
+    from IPython.display import Markdown, display
+
+    from toolkit.claims import table
+    from toolkit.significance import within_noise
+    display(table(claims))
+    notes = [f"- *{r['claim']}*: **{r['here']}**: "
+             + ", ".join(f"{t['comparison']} (p={t['p']:.3f})" for t in within_noise(r.get("tests") or []))
+             for r in claims if r.get("here") == "within noise" and within_noise(r.get("tests") or [])]
+    display(Markdown("Verdicts within noise, the differences the sample cannot resolve (p ≥ 0.05):\n" + "\n".join(notes)
+                     if notes else "No verdict is within noise."))

@@ -263,9 +263,8 @@ def claims(t3: Mapping, t5: Mapping, t6: Mapping, t7: Mapping, fig_rows: list[di
 def verdict_of(c: Mapping) -> str:
     """A claim record's verdict in :data:`toolkit.claims.VERDICTS`; a run recorded before the shared claims rule (``holds``:
     yes / no by direction alone) reads as "held" / "not held" by direction, as it was judged."""
-    if "here" in c:
-        return c["here"]
-    return {"yes": "held", "no": "not held"}.get(c.get("holds"), c.get("holds", "n/a"))
+    v = c["here"] if "here" in c else c.get("holds", "n/a")
+    return {"yes": "held", "no": "not held"}.get(v, v)       # old draws record yes / no under "here" too
 
 
 def held_on_draws(claim_rows: list[dict], draws: list[Mapping]) -> list[dict]:

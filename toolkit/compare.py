@@ -726,6 +726,9 @@ def verdict_counts(profile: str = "standard", results_dir: str | Path | None = N
         claims = json.loads(f.read_text()).get("claims") or []
         if not isinstance(claims, list) or not claims:
             continue
+        # a notebook that judges two setups (feedback: fair and capped LLM) is counted on its headline setup, as
+        # RESULTS.md counts it (toolkit.verdicts.headline)
+        claims = [c for c in claims if not isinstance(c, dict) or c.get("headline", True)]
         counts: dict[str, int] = {}
         for c in claims:
             raw = str(c.get("here", c.get("holds", "pending"))).strip().lower()

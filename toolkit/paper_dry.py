@@ -30,9 +30,9 @@ def dry_run(notebooks: list[str] | None = None, out: Path | None = None, stream=
     (out / "llm_cache").mkdir(exist_ok=True)
     saved = {k: os.environ.get(k) for k in ("TOOLKIT_RESULTS", "TOOLKIT_FIGURES", "TOOLKIT_LLM_CACHE",
                                             "TOOLKIT_LLM_BACKEND", "TOOLKIT_LLM_BASE_URL", "TOOLKIT_STAND_INS",
-                                            "TOOLKIT_LLM_MODEL")}
+                                            "TOOLKIT_LLM_MODEL", "TOOLKIT_FEEDBACK_TRACES")}
     os.environ.update(TOOLKIT_RESULTS=str(out / "results"), TOOLKIT_FIGURES=str(out / "figures"),
-                      TOOLKIT_LLM_CACHE=str(out / "llm_cache"))
+                      TOOLKIT_LLM_CACHE=str(out / "llm_cache"), TOOLKIT_FEEDBACK_TRACES=str(out / "feedback_traces"))
     server = None
     failed = 0
     hub = hub_reachable()

@@ -319,9 +319,11 @@ def paper_table(rec: Recorder, paper: str, table: str | list[str], wide: bool = 
 
 def call_with(fn, namespace):
     """``fn`` called with each of its keyword-only parameters taken by name from ``namespace`` (a notebook's
-    ``globals()``). A name the namespace lacks is an error naming it."""
+    ``globals()``). A name the namespace lacks is an error naming it, unless the parameter has a default (a variable
+    the notebook defines only on some paths, e.g. when a score cache exists)."""
     import inspect
-    names = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    names = [p.name for p in params if p.name in namespace or p.default is p.empty]
     missing = [n for n in names if n not in namespace]
     if missing:
         raise NameError(f"{fn.__module__}.{fn.__name__} needs {', '.join(missing)} from the notebook: run the cells "

@@ -110,7 +110,7 @@ KERNEL_QUIET = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANS
 # environment variables naming files or directories: the kernel runs in notebooks/, so a relative value given to
 # the runner (TOOLKIT_RESULTS=relres) is made absolute from the directory the runner was started in
 PATH_VARIABLES = ("TOOLKIT_RESULTS", "TOOLKIT_FIGURES", "TOOLKIT_DATA", "TOOLKIT_CACHE", "TOOLKIT_LLM_CACHE",
-                  "TOOLKIT_EMBEDDING_LOG", "TOOLKIT_COMMITTED_EMBEDDINGS")
+                  "TOOLKIT_EMBEDDING_LOG", "TOOLKIT_COMMITTED_EMBEDDINGS", "TOOLKIT_FEEDBACK_TRACES")
 
 
 def prepare_kernel_env() -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
+import os
 from pathlib import Path
 from typing import Mapping
 
@@ -32,7 +33,8 @@ import pandas as pd
 
 from toolkit.feedback.loop import Trace, final_run, run_at, stop_when_unchanged
 
-TRACE_DIR = Path(__file__).resolve().parents[2] / "data" / "feedback_traces"
+# the committed traces; TOOLKIT_FEEDBACK_TRACES moves them (the paper profile's dry run writes into its scratch directory)
+TRACE_DIR = Path(os.environ.get("TOOLKIT_FEEDBACK_TRACES") or Path(__file__).resolve().parents[2] / "data" / "feedback_traces")
 # documents kept per round in a trace: NDCG@10 needs 10, hard negatives and the LLM's list K = 10; 30 leaves room for
 # Recall@30-style analyses. (Smoke traces written earlier keep 100; the ToolBench document ids are long, so a round
 # of 100 took ~6 KB and the standard plan's traces would have been ~45 MB of committed text.)

@@ -11,8 +11,8 @@ from toolkit.toolrerank.splits import SEEN_SUBSETS, UNSEEN_SUBSETS
 
 def reading(*, training_stats, draws_pending, budget_rows, budget_pending, runs_compared, variant_rows,
                 variants_pending, alone_table, alone_pending, before_after, rec, fig_rows, diag, weak_runs, spread,
-                category_rows, tr, drawn, claims_stability, setup, best, acc, budget_vs_dpr, budget_pairs,
-                main_pairs, interval_rows, cfg, split, heldout_by_draw, tt) -> str:
+                category_rows, tr, drawn, claims_stability, setup, best, acc, interval_rows, cfg, split, tt,
+                budget_vs_dpr=None, budget_pairs=None, main_pairs=None, heldout_by_draw=None) -> str:
     """The reading of notebook 10 (markdown), formatted from the run: the setting, each claim with its numbers, the
     held-out draws, the budget, the categories, the weak setup, the dev set, the variants, the reranker alone,
     before and after. Each parameter is the notebook variable of that name (``toolkit.report.reading_cell``)."""

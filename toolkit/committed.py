@@ -73,12 +73,9 @@ def _alone(p: Path) -> str:
 
 
 def _meta(p: Path) -> str:
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        return f"not JSON ({e})"
-    if not isinstance(doc, dict):
-        return f"not a JSON object ({type(doc).__name__})"
+    shape = _json_object(p)
+    if shape != "ok":
+        return shape
     trace = p.with_name(p.name.removesuffix(".meta.json") + ".jsonl")
     return "ok" if trace.is_file() else f"the meta of a trace that is missing ({trace.name})"
 
